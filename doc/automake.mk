@@ -1,0 +1,2 @@
+dist_man_MANS += doc/ctsyncd.conf.5
+dist_man_MANS += doc/ctsyncd.8

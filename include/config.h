@@ -1,0 +1,240 @@
+/*
+ * config.h - the one validated, immutable view of a conntrackd.conf file.
+ *
+ * Only src/config/ reads configuration files and validates options; every
+ * other module receives a `const struct config *`.  The grammar is that of
+ * conntrackd 1.4.7 (reference §7), so an upstream file parses unchanged.
+ */
+#ifndef CTSYNCD_CONFIG_H
+#define CTSYNCD_CONFIG_H
+
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CONFIG_MAX_LINKS        4
+#define CONFIG_HELPER_NAME_MAX  16   /* includes the NUL */
+#define CONFIG_PATH_MAX         108  /* sun_path size: the longest path we accept anywhere */
+
+/* Defaults of conntrackd 1.4.7 (reference §7 and §10). */
+#define CONFIG_DEFAULT_HASH_SIZE            65536u
+#define CONFIG_DEFAULT_HASH_LIMIT           262144u
+#define CONFIG_DEFAULT_OVERRUN_RESYNC       30u
+#define CONFIG_DEFAULT_EVENT_ITER_LIMIT     100u
+#define CONFIG_DEFAULT_RESEND_QUEUE_SIZE    131072u
+#define CONFIG_DEFAULT_ACK_WINDOW_SIZE      300u
+#define CONFIG_DEFAULT_PURGE_TIMEOUT        60u
+#define CONFIG_DEFAULT_REFRESH_TIME         60u
+#define CONFIG_DEFAULT_CACHE_TIMEOUT        180u
+#define CONFIG_DEFAULT_ERROR_QUEUE_LEN      128u
+#define CONFIG_DEFAULT_UNIX_BACKLOG         100u
+#define CONFIG_DEFAULT_HELPER_QUEUE_LEN     1024u
+
+/* ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf. */
+#define CONFIG_DEFAULT_PATH      SYSCONFDIR "/ctsyncd/ctsyncd.conf"
+#define CONFIG_DEFAULT_LOCKFILE  "/var/lock/ctsyncd.lock"
+#define CONFIG_DEFAULT_LOGFILE   "/var/log/ctsyncd.log"        /* LogFile on */
+#define CONFIG_DEFAULT_STATS_LOGFILE "/var/log/ctsyncd-stats.log" /* Stats { LogFile on } */
+
+/* What the daemon does with this configuration. */
+enum config_role {
+	CONFIG_ROLE_NONE,   /* neither Sync nor Stats: only the control socket (and helpers) */
+	CONFIG_ROLE_SYNC,   /* Sync block present */
+	CONFIG_ROLE_STATS,  /* Stats block present */
+};
+
+enum config_sync_mode {
+	CONFIG_MODE_FTFW,
+	CONFIG_MODE_NOTRACK,
+	CONFIG_MODE_ALARM,
+};
+
+enum config_link_kind {
+	CONFIG_LINK_MCAST,
+	CONFIG_LINK_UDP,
+	CONFIG_LINK_TCP,
+};
+
+/* An IPv4 or IPv6 address with an optional prefix length. */
+struct config_addr {
+	int family;                 /* AF_INET or AF_INET6; 0 = unset */
+	union {
+		struct in_addr v4;
+		struct in6_addr v6;
+	} u;
+	uint8_t prefix;             /* 32 / 128 when no "/n" was written */
+};
+
+/* One dedicated link block: Multicast, UDP or TCP. */
+struct config_link {
+	enum config_link_kind kind;
+	bool is_default;            /* declared "<Kind> Default { ... }" */
+	int family;                 /* AF_INET or AF_INET6, from the address options */
+	/*
+	 * UDP/TCP: IPv4_address / IPv6_address = local bind address.
+	 * Multicast: IPv4_address / IPv6_address = the group.
+	 */
+	struct config_addr local;
+	struct config_addr dest;    /* UDP/TCP: IPv{4,6}_Destination_Address */
+	struct in_addr mcast_ifaddr;/* Multicast: IPv4_interface (INADDR_ANY if unset) */
+	char ifname[IF_NAMESIZE];   /* Interface: mandatory */
+	uint16_t port;              /* UDP/TCP: Port; Multicast: Group. Mandatory, 1..65535 */
+	uint32_t sndbuf;            /* SndSocketBuffer; 0 = kernel default */
+	uint32_t rcvbuf;            /* RcvSocketBuffer; 0 = kernel default */
+	bool checksum;              /* Checksum, default on */
+	uint32_t error_queue_len;   /* TCP: ErrorQueueLength, default 128 */
+	unsigned line;              /* line of the block in the file, for messages */
+};
+
+/* Filter { ... }: each part is optional; `set` says whether it was given. */
+struct config_filter_protocols {
+	bool set;
+	bool accept;                /* Accept: only listed pass; Ignore: listed dropped */
+	uint8_t bitmap[32];         /* bit n set = IP protocol number n listed */
+};
+
+struct config_filter_addresses {
+	bool set;
+	bool accept;
+	unsigned count;
+	struct config_addr *addrs;  /* owned by the struct config */
+};
+
+struct config_filter_states {
+	bool set;
+	bool accept;
+	uint16_t tcp_states;        /* bit n = kernel tcp_conntrack state n (1 SYN_SENT .. 9 LISTEN) */
+};
+
+struct config_filter {
+	bool set;                   /* a Filter block was present */
+	bool kernelspace;           /* Filter From Kernelspace (BPF on the event socket) */
+	struct config_filter_protocols protocols;
+	struct config_filter_addresses addresses;
+	struct config_filter_states states;
+};
+
+struct config_general {
+	uint32_t hash_size;
+	uint32_t hash_limit;
+	char logfile[CONFIG_PATH_MAX];      /* "" = LogFile off */
+	int syslog_facility;                /* LOG_DAEMON, LOG_LOCAL0..7, or -1 = off */
+	char lockfile[CONFIG_PATH_MAX];
+	char unix_path[CONFIG_PATH_MAX];    /* "" = no UNIX block / Path */
+	uint32_t unix_backlog;              /* accepted, as upstream, but informative */
+	uint32_t netlink_buffer_size;       /* 0 = system default */
+	uint32_t netlink_buffer_max_growth; /* 0 = no growth */
+	uint32_t netlink_overrun_resync;    /* seconds; 0 = off */
+	bool netlink_events_reliable;
+	uint32_t poll_secs;                 /* 0 = event mode */
+	uint32_t event_iteration_limit;
+	int nice;                           /* accepted, ignored (deprecated upstream) */
+	int sched_policy;                   /* SCHED_RR (default) or SCHED_FIFO */
+	int sched_priority;                 /* 0..99; default: sched_get_priority_max(policy) = 99 */
+	bool sched_priority_set;            /* Priority was written in the file */
+	bool systemd;                       /* default on */
+	struct config_filter filter;
+};
+
+struct config_sync {
+	enum config_sync_mode mode;
+	uint32_t resend_queue_size;         /* FTFW */
+	uint32_t ack_window_size;           /* FTFW */
+	uint32_t commit_timeout;            /* 0 = estimate from the cached timeout */
+	uint32_t purge_timeout;
+	uint32_t refresh_time;              /* ALARM */
+	uint32_t cache_timeout;             /* ALARM */
+	bool disable_external_cache;        /* FTFW, NOTRACK */
+	bool disable_internal_cache;        /* NOTRACK only */
+	bool startup_resync;                /* FTFW, NOTRACK */
+	unsigned nlinks;
+	unsigned default_link;              /* index into links[]: the Default one, else 0 */
+	struct config_link links[CONFIG_MAX_LINKS];
+	bool tcp_window_tracking;
+	bool expectation_sync;              /* ExpectationSync on, or a helper list */
+	unsigned expect_helper_count;       /* ExpectationSync { names }: 0 = all helpers */
+	char (*expect_helpers)[CONFIG_HELPER_NAME_MAX]; /* owned by the struct config */
+};
+
+struct config_stats {
+	char logfile[CONFIG_PATH_MAX];      /* "" = off */
+	int syslog_facility;                /* -1 = off */
+};
+
+struct config_helper_policy {
+	char name[CONFIG_HELPER_NAME_MAX];
+	uint32_t expect_max;
+	uint32_t expect_timeout;
+};
+
+struct config_helper {
+	char name[CONFIG_HELPER_NAME_MAX];
+	int family;                         /* AF_INET or AF_INET6 */
+	uint8_t l4proto;                    /* IPPROTO_TCP or IPPROTO_UDP */
+	uint32_t queue_num;
+	uint32_t queue_len;
+	unsigned policy_count;
+	struct config_helper_policy *policies; /* owned by the struct config */
+};
+
+struct config_helpers {
+	bool set;                           /* a Helper block was present */
+	bool setup;                         /* Setup on: create kernel cthelpers ourselves */
+	unsigned count;
+	struct config_helper *helpers;      /* owned by the struct config */
+};
+
+struct config {
+	char path[PATH_MAX];                /* the file this came from */
+	enum config_role role;
+	struct config_general general;
+	struct config_sync sync;
+	struct config_stats stats;
+	struct config_helpers helper;
+};
+
+/*
+ * A parse or validation failure: where it happened and why.  `message` is
+ * complete and printable as "<file>:<line>:<column>: <message>".  Semantic
+ * errors that concern a whole block carry the block's line and column 0.
+ */
+struct config_error {
+	char file[PATH_MAX];
+	unsigned line;
+	unsigned column;
+	char message[512];
+};
+
+/* A non-fatal remark (deprecated option, legacy mode name), same shape. */
+typedef void (*config_warn_fn)(void *arg, const struct config_error *warning);
+
+/* Fill `cfg` with every default, as if the file were empty. */
+void config_defaults(struct config *cfg);
+
+/*
+ * Parse `len` bytes of conntrackd.conf text; `name` is used in messages.
+ * Returns 0 and a validated config, or -1 with `err` filled (cfg is then
+ * released and must not be used).  Pure: no system call, no global state.
+ * `warn` may be NULL.
+ */
+int config_parse_buffer(struct config *cfg, const char *name, const char *text, size_t len,
+			struct config_error *err, config_warn_fn warn, void *warn_arg);
+
+/* Read and parse a file.  File-level errors (ENOENT, EACCES) are reported in `err` too. */
+int config_parse_file(struct config *cfg, const char *path, struct config_error *err,
+		      config_warn_fn warn, void *warn_arg);
+
+/* Release what config_parse_* allocated.  Safe on a defaulted or zeroed config. */
+void config_free(struct config *cfg);
+
+/* Print the effective configuration, defaults filled in, in conntrackd.conf syntax. */
+void config_print(const struct config *cfg, FILE *out);
+
+/* Names for messages and dumps. */
+const char *config_mode_name(enum config_sync_mode mode);
+const char *config_link_kind_name(enum config_link_kind kind);
+
+#endif

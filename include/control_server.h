@@ -1,0 +1,76 @@
+/*
+ * control_server.h - the UNIX control socket, on the event loop.
+ *
+ * One request per connection (conntrackd's protocol, control_proto.h).
+ * Handlers are registered per request code.  A handler either answers at
+ * once (CONTROL_DONE) or keeps the request (CONTROL_PENDING) and finishes
+ * it later with control_request_finish(), while the loop keeps serving:
+ * that is how `-c` waits for the end of a commit.
+ */
+#ifndef CTSYNCD_CONTROL_SERVER_H
+#define CTSYNCD_CONTROL_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control_proto.h"
+
+struct loop;
+struct control_server;
+struct control_request;
+
+enum control_result {
+	CONTROL_DONE,     /* the reply is complete; the server sends it and closes */
+	CONTROL_PENDING,  /* the handler keeps the request and will finish it */
+};
+
+typedef enum control_result (*control_handler_fn)(struct control_request *req, void *arg);
+
+struct control_server_stats {
+	uint64_t connections;     /* accepted */
+	uint64_t requests;        /* complete request codes read */
+	uint64_t unknown;         /* codes nobody handles */
+	uint64_t bad_requests;    /* closed before 4 bytes, or timed out */
+	uint64_t write_errors;    /* client went away before its answer */
+	uint64_t pending;         /* requests currently kept by handlers */
+	uint64_t refused;         /* connections over the concurrency limit */
+};
+
+/*
+ * Bind and listen on `path`.  A leftover socket file that nobody listens
+ * on (a crashed daemon's) is replaced; one with a live listener makes this
+ * fail with -EADDRINUSE; a path that exists and is not a socket fails with
+ * -EEXIST (never deleted).  Returns 0 or -errno.
+ */
+int control_server_open(struct control_server **out, struct loop *loop, const char *path,
+			unsigned backlog);
+
+/*
+ * Fail every pending request ("daemon is exiting"), flush what can be
+ * flushed without blocking, close, and unlink the socket path.
+ */
+void control_server_close(struct control_server *srv);
+
+/* Route `code` (without flag bits) to `fn`.  A later call replaces the handler. */
+int control_server_register(struct control_server *srv, uint32_t code, control_handler_fn fn,
+			    void *arg);
+
+const struct control_server_stats *control_server_stats(const struct control_server *srv);
+
+/* The request's code without flag bits, and its flags. */
+uint32_t control_request_code(const struct control_request *req);
+bool control_request_wants_json(const struct control_request *req);
+
+/* Append to the reply text (buffered until the request finishes). */
+void control_request_write(struct control_request *req, const void *buf, size_t len);
+void control_request_printf(struct control_request *req, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Status of a CONTROL_DONE reply; OK unless set. */
+void control_request_set_status(struct control_request *req, enum ctl_status status);
+
+/* Finish a request that a handler kept (CONTROL_PENDING). */
+void control_request_finish(struct control_request *req, enum ctl_status status);
+
+#endif

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Install what building, testing, the demo and the benchmark need on Debian 12.
+# Idempotent: apt is only called when a package is missing.  Run as root.
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential autoconf automake libtool pkg-config
+	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev check
+	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
+	clang libclang-rt-14-dev
+	# tests: the real kernel tools, the reference peer and VRRP
+	iproute2 nftables conntrack conntrackd keepalived python3 procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+	[[ $p == \#* ]] && continue
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+		missing+=("$p")
+	fi
+done
+
+if ((${#missing[@]})); then
+	if [[ $(id -u) -ne 0 ]]; then
+		echo "install-deps: these packages are missing and installing them needs root: ${missing[*]}" >&2
+		exit 1
+	fi
+	echo "install-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian starts the packaged daemons on install where an init system runs;
+# our tests start their own instances, in their own namespaces.
+for svc in conntrackd keepalived; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+		systemctl disable --now "$svc" >/dev/null 2>&1 || true
+	fi
+done
+
+# Connection tracking must exist in the kernel (module or built in).
+if [[ ! -d /proc/sys/net/netfilter ]] && command -v modprobe >/dev/null 2>&1; then
+	modprobe nf_conntrack 2>/dev/null || true
+	modprobe nf_conntrack_netlink 2>/dev/null || true
+fi
+exit 0

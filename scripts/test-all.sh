@@ -1,0 +1,58 @@
+#!/bin/bash
+# The whole test suite, from a fresh Debian 12 machine, as root:
+# install what is needed, build with warnings as errors, run `make check`
+# (unit tests, fuzz corpora, integration tests against the real kernel and
+# conntrackd 1.4.7), again built with ASan+UBSan, `make distcheck`, and
+# short libFuzzer runs.  Ends with one line "suite: N passed, N failed".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+start=$(date +%s)
+passed=0 failed=0
+
+step() {
+	local name=$1
+	shift
+	local t0=$(date +%s)
+	echo "=== $name"
+	if "$@"; then
+		echo "=== $name: ok ($(($(date +%s) - t0)) s)"
+		passed=$((passed + 1))
+	else
+		echo "=== $name: FAILED ($(($(date +%s) - t0)) s)"
+		failed=$((failed + 1))
+	fi
+}
+
+# make check in BUILD_DIR; skipped tests count as failures (a suite that
+# cannot run a test has not shown that it passes).
+check_in() {
+	local dir=$1 rc=0
+	make -C "$dir" -j2 check >"$dir/check.out" 2>&1 || rc=1
+	grep -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR):' "$dir/check.out" || true
+	grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$dir/check.out" || true
+	if ((rc)) || grep -Eq '^# (SKIP|FAIL|ERROR|XPASS): +[1-9]' "$dir/check.out"; then
+		for log in $(grep -lE '^(FAIL|SKIP|ERROR)' $(find "$dir/tests" -name '*.log') 2>/dev/null); do
+			echo "--- $log"
+			tail -n 40 "$log"
+		done
+		return 1
+	fi
+}
+
+step "install dependencies" scripts/install-deps.sh || exit 1
+step "build (warnings are errors)" scripts/build.sh build/default --enable-werror
+step "make check" check_in build/default
+step "build with ASan+UBSan" scripts/build.sh build/asan --enable-werror --enable-sanitizers
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	step "make check with ASan+UBSan" check_in build/asan
+distcheck() {
+	make -C build/default distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror \
+		>build/default/distcheck.out 2>&1 || { tail -n 60 build/default/distcheck.out; return 1; }
+}
+step "make distcheck" distcheck
+step "libFuzzer runs" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+
+echo "suite took $(($(date +%s) - start)) s"
+echo "suite: $passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,1413 @@
+/*
+ * parser.c - recursive descent over the conntrackd.conf grammar.
+ *
+ * Every block is described by a table of its options; the same table drives
+ * the dispatch and the "expected ..." list of the error messages, so the two
+ * cannot drift apart.  Handlers read their value tokens themselves, because
+ * the meaning of a word (number, address, path, name) depends on the option.
+ *
+ * The parser checks single values (syntax, ranges, lengths) and the facts it
+ * can only see while reading (address family of a link, kind of the links,
+ * Default).  Checks across options and blocks live in config.c.
+ *
+ * Nesting depth is fixed by the grammar (at most five levels), so the
+ * recursion cannot be driven deep by hostile input.
+ */
+#include <arpa/inet.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "lexer.h"
+#include "parser.h"
+
+/* No list (addresses, helpers, policies, helper names) grows beyond this. */
+#define LIST_MAX 65536u
+
+struct parser {
+	struct lexer lx;
+	struct token look;              /* the next token, already read */
+	struct config *cfg;
+	struct config_marks *marks;
+	const char *name;
+	struct config_error *err;
+	config_warn_fn warn;
+	void *warn_arg;
+};
+
+struct option;
+typedef int (*option_fn)(struct parser *p, const struct token *kw,
+			 const struct option *opt, void *obj);
+
+struct option {
+	const char *name;
+	option_fn parse;
+	size_t offset;                  /* of the field in `obj`, for the generic handlers */
+	uint32_t min, max;              /* range of the generic number handlers */
+	bool alias;                     /* accepted but not listed in messages */
+};
+
+struct block {
+	const char *name;               /* as the messages call it */
+	const struct option *options;   /* ends with a NULL name */
+};
+
+#define FIELD(type, member) offsetof(type, member)
+
+/* ---- tokens and errors -------------------------------------------------- */
+
+static void
+next(struct parser *p, struct token *tok)
+{
+	*tok = p->look;
+	lexer_next(&p->lx, &p->look);
+}
+
+static int
+perr(struct parser *p, const struct token *tok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int
+perr(struct parser *p, const struct token *tok, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	config_set_verror(p->err, p->name, tok->line, tok->column, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static void
+pwarn(struct parser *p, const struct token *tok, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+pwarn(struct parser *p, const struct token *tok, const char *fmt, ...)
+{
+	struct config_error w;
+	va_list ap;
+
+	if (p->warn == NULL)
+		return;
+	va_start(ap, fmt);
+	config_set_verror(&w, p->name, tok->line, tok->column, fmt, ap);
+	va_end(ap);
+	p->warn(p->warn_arg, &w);
+}
+
+/*
+ * The one message for "this token cannot stand here": it names the token
+ * (or the end of file, or a control byte) and what the grammar wanted.
+ */
+static int
+unexpected(struct parser *p, const struct token *tok, const char *expected)
+{
+	char q[TOKEN_QUOTE_MAX];
+
+	switch (tok->type) {
+	case TOK_EOF:
+		return perr(p, tok, "unexpected end of file; expected %s", expected);
+	case TOK_INVALID:
+		return perr(p, tok, "invalid character %s (control bytes are only allowed "
+			    "in comments); expected %s", token_quote(tok, q, sizeof(q)), expected);
+	default:
+		return perr(p, tok, "expected %s, got %s", expected, token_quote(tok, q, sizeof(q)));
+	}
+}
+
+static int
+expect_lbrace(struct parser *p, const char *after)
+{
+	struct token tok;
+	char what[96];
+
+	next(p, &tok);
+	if (tok.type == TOK_LBRACE)
+		return 0;
+	snprintf(what, sizeof(what), "'{' after %s", after);
+	return unexpected(p, &tok, what);
+}
+
+/* The value `tok` of option `kw` is not `what`. */
+static int
+bad_value(struct parser *p, const struct token *kw, const struct token *tok, const char *what)
+{
+	char expected[200];
+
+	snprintf(expected, sizeof(expected), "%s after %.*s", what, (int)kw->len, kw->text);
+	return unexpected(p, tok, expected);
+}
+
+/* Read the value of option `kw`; it must be a word. */
+static int
+value_word(struct parser *p, const struct token *kw, const char *what, struct token *tok)
+{
+	next(p, tok);
+	if (tok->type == TOK_WORD)
+		return 0;
+	return bad_value(p, kw, tok, what);
+}
+
+/* "A, B or C" from the visible options of a block. */
+static void
+list_options(const struct option *opts, char *buf, size_t len)
+{
+	const struct option *o;
+	size_t used = 0, total = 0, i = 0;
+
+	for (o = opts; o->name; o++)
+		if (!o->alias)
+			total++;
+	buf[0] = '\0';
+	for (o = opts; o->name; o++) {
+		const char *sep;
+		int n;
+
+		if (o->alias)
+			continue;
+		sep = i == 0 ? "" : i + 1 == total ? " or " : ", ";
+		n = snprintf(buf + used, len - used, "%s%s", sep, o->name);
+		if (n < 0 || (size_t)n >= len - used)
+			return;
+		used += (size_t)n;
+		i++;
+	}
+}
+
+static const struct option *
+find_option(const struct option *opts, const struct token *tok)
+{
+	const struct option *o;
+
+	for (o = opts; o->name; o++)
+		if (token_is(tok, o->name))
+			return o;
+	return NULL;
+}
+
+static const struct block block_ftfw, block_notrack, block_alarm;
+
+/*
+ * An option of another Mode is a common slip (DisableInternalCache under
+ * FTFW); say which Mode takes it rather than just "unknown".
+ */
+static int
+unknown_option(struct parser *p, const struct block *b, const struct token *tok)
+{
+	static const struct block *const modes[] = { &block_ftfw, &block_notrack, &block_alarm };
+	char q[TOKEN_QUOTE_MAX], list[400], owners[64] = "";
+	size_t i;
+
+	list_options(b->options, list, sizeof(list));
+	if (tok->type != TOK_WORD) {
+		char what[480];
+
+		snprintf(what, sizeof(what), "an option of block %s (%s) or '}'", b->name, list);
+		return unexpected(p, tok, what);
+	}
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (b == modes[i] || (b != &block_ftfw && b != &block_notrack && b != &block_alarm))
+			continue;
+		if (find_option(modes[i]->options, tok))
+			snprintf(owners + strlen(owners), sizeof(owners) - strlen(owners), "%s%s",
+				 owners[0] ? " and " : "", modes[i]->name);
+	}
+	if (owners[0])
+		return perr(p, tok, "option %s is only accepted in %s; %s accepts %s",
+			    token_quote(tok, q, sizeof(q)), owners, b->name, list);
+	return perr(p, tok, "unknown option %s in block %s; expected %s",
+		    token_quote(tok, q, sizeof(q)), b->name, list);
+}
+
+/* The body of a block, after its '{', up to and including its '}'. */
+static int
+parse_block(struct parser *p, const struct block *b, const struct token *open, void *obj)
+{
+	const struct option *o;
+	struct token tok;
+
+	for (;;) {
+		next(p, &tok);
+		if (tok.type == TOK_RBRACE)
+			return 0;
+		if (tok.type == TOK_EOF)
+			return perr(p, &tok, "unexpected end of file; block %s opened at line %u "
+				    "needs its closing '}'", b->name, open->line);
+		o = tok.type == TOK_WORD ? find_option(b->options, &tok) : NULL;
+		if (o == NULL)
+			return unknown_option(p, b, &tok);
+		if (o->parse(p, &tok, o, obj) < 0)
+			return -1;
+	}
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+static bool
+all_digits(const struct token *tok, size_t from)
+{
+	size_t i;
+
+	if (tok->len <= from)
+		return false;
+	for (i = from; i < tok->len; i++)
+		if (tok->text[i] < '0' || tok->text[i] > '9')
+			return false;
+	return true;
+}
+
+/* Decimal digits to a number, saturating just above `max` so overflow is seen. */
+static uint64_t
+digits_value(const struct token *tok, size_t from, uint64_t max)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = from; i < tok->len; i++) {
+		v = v * 10 + (uint64_t)(tok->text[i] - '0');
+		if (v > max)
+			return max + 1;
+	}
+	return v;
+}
+
+static int
+read_u32(struct parser *p, const struct token *kw, uint32_t min, uint32_t max, uint32_t *out)
+{
+	struct token tok;
+	char what[64], q[TOKEN_QUOTE_MAX];
+	uint64_t v;
+
+	snprintf(what, sizeof(what), "a decimal number (%u..%u)", min, max);
+	if (value_word(p, kw, what, &tok) < 0)
+		return -1;
+	if (!all_digits(&tok, 0))
+		return bad_value(p, kw, &tok, what);
+	v = digits_value(&tok, 0, max);
+	if (v < min || v > max)
+		return perr(p, &tok, "%.*s %s is out of range; expected %u..%u",
+			    (int)kw->len, kw->text, token_quote(&tok, q, sizeof(q)), min, max);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* on/off/yes/no in any case; false (and *value untouched) for any other word. */
+static bool
+word_bool(const struct token *tok, bool *value)
+{
+	if (token_is_nocase(tok, "on") || token_is_nocase(tok, "yes")) {
+		*value = true;
+		return true;
+	}
+	if (token_is_nocase(tok, "off") || token_is_nocase(tok, "no")) {
+		*value = false;
+		return true;
+	}
+	return false;
+}
+
+static bool
+name_char(char c, bool first)
+{
+	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'))
+		return true;
+	return !first && ((c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-');
+}
+
+/* A name as conntrackd.conf knows it: [A-Za-z][A-Za-z0-9._-]*, at most `max` bytes. */
+static int
+check_name(struct parser *p, const struct token *tok, const char *what, size_t max)
+{
+	char q[TOKEN_QUOTE_MAX];
+	size_t i;
+
+	for (i = 0; i < tok->len; i++)
+		if (!name_char(tok->text[i], i == 0))
+			return perr(p, tok, "%s is not a valid %s; expected a letter followed by "
+				    "letters, digits, '.', '_' or '-'",
+				    token_quote(tok, q, sizeof(q)), what);
+	if (tok->len > max)
+		return perr(p, tok, "%s %s is too long; at most %zu characters",
+			    what, token_quote(tok, q, sizeof(q)), max);
+	return 0;
+}
+
+static int
+read_name(struct parser *p, const struct token *kw, const char *what, size_t max,
+	  char *out, struct token *tok)
+{
+	char expected[64];
+
+	snprintf(expected, sizeof(expected), "a %s", what);
+	if (value_word(p, kw, expected, tok) < 0 || check_name(p, tok, what, max) < 0)
+		return -1;
+	memcpy(out, tok->text, tok->len);
+	out[tok->len] = '\0';
+	return 0;
+}
+
+static int
+check_path(struct parser *p, const struct token *kw, const struct token *tok, char *out)
+{
+	if (tok->len >= CONFIG_PATH_MAX)
+		return perr(p, tok, "path of %.*s is too long (%zu bytes); at most %d bytes",
+			    (int)kw->len, kw->text, tok->len, CONFIG_PATH_MAX - 1);
+	memcpy(out, tok->text, tok->len);
+	out[tok->len] = '\0';
+	return 0;
+}
+
+/*
+ * An address literal, with "/prefix" only where `prefix_ok`.  inet_pton is a
+ * pure function of its input, so the parser stays free of system calls.
+ */
+static int
+read_addr(struct parser *p, const struct token *kw, int family, bool prefix_ok,
+	  struct config_addr *out, struct token *tok)
+{
+	const char *what = family == AF_INET ? "an IPv4 address" : "an IPv6 address";
+	char buf[INET6_ADDRSTRLEN + 8], expected[64], q[TOKEN_QUOTE_MAX];
+	unsigned maxprefix = family == AF_INET ? 32 : 128;
+	size_t alen;
+	const char *slash;
+
+	snprintf(expected, sizeof(expected), "%s%s", what, prefix_ok ? " (with an optional /prefix)" : "");
+	if (value_word(p, kw, expected, tok) < 0)
+		return -1;
+	slash = memchr(tok->text, '/', tok->len);
+	alen = slash ? (size_t)(slash - tok->text) : tok->len;
+	if (alen >= sizeof(buf))
+		return bad_value(p, kw, tok, expected);
+	memcpy(buf, tok->text, alen);
+	buf[alen] = '\0';
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(family, buf, &out->u) != 1)
+		return bad_value(p, kw, tok, expected);
+	out->family = family;
+	out->prefix = (uint8_t)maxprefix;
+	if (slash == NULL)
+		return 0;
+	if (!prefix_ok)
+		return perr(p, tok, "%.*s takes a plain address, without a /prefix; got %s",
+			    (int)kw->len, kw->text, token_quote(tok, q, sizeof(q)));
+	{
+		struct token pt = *tok;
+		uint64_t v;
+
+		pt.text = slash + 1;
+		pt.len = tok->len - alen - 1;
+		if (!all_digits(&pt, 0) || (v = digits_value(&pt, 0, maxprefix)) > maxprefix)
+			return perr(p, tok, "bad prefix length in %s; expected /0../%u",
+				    token_quote(tok, q, sizeof(q)), maxprefix);
+		out->prefix = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* Clear the host bits, so that consumers can compare networks directly. */
+static void
+mask_addr(struct config_addr *a)
+{
+	uint8_t *b = a->family == AF_INET ? (uint8_t *)&a->u.v4 : a->u.v6.s6_addr;
+	unsigned nbytes = a->family == AF_INET ? 4 : 16, i;
+
+	for (i = 0; i < nbytes; i++) {
+		unsigned bit = i * 8;
+
+		if (bit >= a->prefix)
+			b[i] = 0;
+		else if (a->prefix - bit < 8)
+			b[i] &= (uint8_t)(0xff << (8 - (a->prefix - bit)));
+	}
+}
+
+/* Grow a list by one element; `what` names it in the error. */
+static int
+list_grow(struct parser *p, const struct token *at, void **arr, unsigned count,
+	  size_t elem, const char *what)
+{
+	void *n;
+
+	if (count >= LIST_MAX)
+		return perr(p, at, "too many entries in %s; at most %u", what, LIST_MAX);
+	/*
+	 * The capacity is not stored: it is 4, then doubles each time the
+	 * count reaches a power of two (count < LIST_MAX, so no overflow).
+	 */
+	if (count != 0 && (count < 4 || (count & (count - 1)) != 0))
+		return 0;
+	n = realloc(*arr, (count ? (size_t)count * 2 : 4) * elem);
+	if (n == NULL)
+		return perr(p, at, "out of memory while reading %s", what);
+	*arr = n;
+	return 0;
+}
+
+/* ---- generic option handlers -------------------------------------------- */
+
+static void *
+field(void *obj, const struct option *opt)
+{
+	return (char *)obj + opt->offset;
+}
+
+static int
+opt_u32(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return read_u32(p, kw, opt->min, opt->max, field(obj, opt));
+}
+
+static int
+opt_u16(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	uint32_t v;
+
+	if (read_u32(p, kw, opt->min, opt->max, &v) < 0)
+		return -1;
+	*(uint16_t *)field(obj, opt) = (uint16_t)v;
+	return 0;
+}
+
+static int
+opt_bool(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct token tok;
+
+	if (value_word(p, kw, "on, off, yes or no", &tok) < 0)
+		return -1;
+	if (!word_bool(&tok, field(obj, opt)))
+		return bad_value(p, kw, &tok, "on, off, yes or no");
+	return 0;
+}
+
+static int
+opt_path(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct token tok;
+
+	if (value_word(p, kw, "an absolute path", &tok) < 0)
+		return -1;
+	if (tok.text[0] != '/')
+		return bad_value(p, kw, &tok, "an absolute path (starting with '/')");
+	return check_path(p, kw, &tok, field(obj, opt));
+}
+
+/* LogFile on|off|/path; `opt->min` says which default file "on" means. */
+static int
+opt_logfile(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	const char *on_path = opt->min ? CONFIG_DEFAULT_STATS_LOGFILE : CONFIG_DEFAULT_LOGFILE;
+	char *out = field(obj, opt);
+	struct token tok;
+	bool on;
+
+	if (value_word(p, kw, "on, off or an absolute path", &tok) < 0)
+		return -1;
+	if (word_bool(&tok, &on)) {
+		snprintf(out, CONFIG_PATH_MAX, "%s", on ? on_path : "");
+		return 0;
+	}
+	if (tok.text[0] != '/')
+		return bad_value(p, kw, &tok, "on, off or an absolute path (starting with '/')");
+	return check_path(p, kw, &tok, out);
+}
+
+static int
+opt_syslog(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	const struct config_name_value *f;
+	int *out = field(obj, opt);
+	struct token tok;
+	bool on;
+
+	if (value_word(p, kw, "on, off, daemon or local0..local7", &tok) < 0)
+		return -1;
+	if (word_bool(&tok, &on)) {
+		*out = on ? LOG_DAEMON : -1;
+		return 0;
+	}
+	for (f = config_syslog_names; f->name; f++) {
+		if (token_is_nocase(&tok, f->name)) {
+			*out = f->value;
+			return 0;
+		}
+	}
+	return bad_value(p, kw, &tok, "on, off, daemon or local0..local7");
+}
+
+/* ---- General ------------------------------------------------------------ */
+
+static int
+opt_overrun_resync(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	uint32_t *out = field(obj, opt);
+	struct token tok;
+	bool on;
+
+	if (value_word(p, kw, "on, off or a number of seconds", &tok) < 0)
+		return -1;
+	if (word_bool(&tok, &on)) {
+		*out = on ? CONFIG_DEFAULT_OVERRUN_RESYNC : 0;
+		return 0;
+	}
+	if (!all_digits(&tok, 0))
+		return bad_value(p, kw, &tok, "on, off or a number of seconds (0..2147483647)");
+	if (digits_value(&tok, 0, INT32_MAX) > INT32_MAX) {
+		char q[TOKEN_QUOTE_MAX];
+
+		return perr(p, &tok, "NetlinkOverrunResync %s is out of range; expected 0..%d",
+			    token_quote(&tok, q, sizeof(q)), INT32_MAX);
+	}
+	*out = (uint32_t)digits_value(&tok, 0, INT32_MAX);
+	return 0;
+}
+
+/* Upstream ignores Nice with a warning; the value is kept only to be printed back. */
+static int
+opt_nice(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_general *g = obj;
+	const char *expected = "a number between -20 and 19";
+	char q[TOKEN_QUOTE_MAX];
+	struct token tok;
+	size_t from = 0;
+	uint64_t v;
+
+	if (value_word(p, kw, expected, &tok) < 0)
+		return -1;
+	if (tok.text[0] == '-' || tok.text[0] == '+')
+		from = 1;
+	if (!all_digits(&tok, from))
+		return bad_value(p, kw, &tok, expected);
+	v = digits_value(&tok, from, 20);
+	if (v > (tok.text[0] == '-' ? 20u : 19u))
+		return perr(p, &tok, "Nice %s is out of range; expected -20..19",
+			    token_quote(&tok, q, sizeof(q)));
+	g->nice = tok.text[0] == '-' ? -(int)v : (int)v;
+	pwarn(p, kw, "Nice is obsolete and has no effect; set the priority of the process "
+	      "with nice(1) instead");
+	return 0;
+}
+
+static const struct option unix_options[] = {
+	{ "Path", opt_path, FIELD(struct config_general, unix_path), 0, 0, false },
+	{ "Backlog", opt_u32, FIELD(struct config_general, unix_backlog), 0, INT32_MAX, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_unix = { "UNIX", unix_options };
+
+static int
+opt_sched_type(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_general *g = obj;
+	struct token tok;
+
+	if (value_word(p, kw, "RR or FIFO", &tok) < 0)
+		return -1;
+	if (token_is_nocase(&tok, "RR"))
+		g->sched_policy = SCHED_RR;
+	else if (token_is_nocase(&tok, "FIFO"))
+		g->sched_policy = SCHED_FIFO;
+	else
+		return bad_value(p, kw, &tok, "RR or FIFO");
+	return 0;
+}
+
+static int
+opt_sched_priority(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_general *g = obj;
+	uint32_t v;
+
+	if (read_u32(p, kw, 0, 99, &v) < 0)
+		return -1;
+	g->sched_priority = (int)v;
+	g->sched_priority_set = true;
+	return 0;
+}
+
+static const struct option scheduler_options[] = {
+	{ "Type", opt_sched_type, 0, 0, 0, false },
+	{ "Priority", opt_sched_priority, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_scheduler = { "Scheduler", scheduler_options };
+
+static int
+opt_subblock(struct parser *p, const struct token *kw, const struct block *b, void *obj)
+{
+	if (expect_lbrace(p, b->name) < 0)
+		return -1;
+	return parse_block(p, b, kw, obj);
+}
+
+static int
+opt_unix(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return opt_subblock(p, kw, &block_unix, obj);
+}
+
+static int
+opt_scheduler(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return opt_subblock(p, kw, &block_scheduler, obj);
+}
+
+/* ---- Filter ------------------------------------------------------------- */
+
+/* "Accept" or "Ignore" after Protocol/Address/State; returns 1 for Accept. */
+static int
+read_policy(struct parser *p, const struct token *kw)
+{
+	struct token tok;
+
+	if (value_word(p, kw, "Accept or Ignore", &tok) < 0)
+		return -1;
+	if (token_is(&tok, "Accept"))
+		return 1;
+	if (token_is(&tok, "Ignore"))
+		return 0;
+	return bad_value(p, kw, &tok, "Accept or Ignore");
+}
+
+/*
+ * Upstream lets a later block silently override the policy of an earlier
+ * one; a Filter part that both accepts and ignores is a mistake, so say so.
+ */
+static int
+set_policy(struct parser *p, const struct token *kw, bool *set, bool *accept, int policy)
+{
+	if (*set && *accept != (policy == 1))
+		return perr(p, kw, "%.*s %s conflicts with an earlier %.*s %s; one Filter part "
+			    "has one policy", (int)kw->len, kw->text, policy ? "Accept" : "Ignore",
+			    (int)kw->len, kw->text, policy ? "Ignore" : "Accept");
+	*set = true;
+	*accept = policy == 1;
+	return 0;
+}
+
+static int
+opt_filter_protocol(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_filter_protocols *fp = &((struct config_filter *)obj)->protocols;
+	const char *expected = "a protocol name (TCP, UDP, UDPLITE, SCTP, DCCP, ICMP, IPv6-ICMP, "
+		"GRE, ESP, AH, ...), a protocol number 0..255, or '}'";
+	const struct config_name_value *pn;
+	struct token tok;
+	int policy;
+
+	if ((policy = read_policy(p, kw)) < 0 || set_policy(p, kw, &fp->set, &fp->accept, policy) < 0)
+		return -1;
+	if (expect_lbrace(p, "Protocol Accept|Ignore") < 0)
+		return -1;
+	for (;;) {
+		int proto = -1;
+
+		next(p, &tok);
+		if (tok.type == TOK_RBRACE)
+			return 0;
+		if (tok.type != TOK_WORD) {
+			if (tok.type == TOK_EOF)
+				return perr(p, &tok, "unexpected end of file; block Protocol opened "
+					    "at line %u needs its closing '}'", kw->line);
+			return unexpected(p, &tok, expected);
+		}
+		if (all_digits(&tok, 0)) {
+			uint64_t v = digits_value(&tok, 0, 255);
+
+			if (v <= 255)
+				proto = (int)v;
+		} else {
+			for (pn = config_protocol_names; pn->name; pn++) {
+				if (token_is_nocase(&tok, pn->name)) {
+					proto = pn->value;
+					break;
+				}
+			}
+		}
+		if (proto < 0) {
+			char q[TOKEN_QUOTE_MAX];
+
+			return perr(p, &tok, "unknown protocol %s in Protocol filter; expected %s",
+				    token_quote(&tok, q, sizeof(q)), expected);
+		}
+		fp->bitmap[proto / 8] |= (uint8_t)(1u << (proto % 8));
+	}
+}
+
+static int
+filter_address(struct parser *p, const struct token *kw, int family, void *obj)
+{
+	struct config_filter_addresses *fa = obj;
+	struct config_addr a;
+	struct token tok;
+
+	if (read_addr(p, kw, family, true, &a, &tok) < 0)
+		return -1;
+	mask_addr(&a);
+	if (list_grow(p, &tok, (void **)&fa->addrs, fa->count, sizeof(*fa->addrs), "Address filter") < 0)
+		return -1;
+	fa->addrs[fa->count++] = a;
+	return 0;
+}
+
+static int
+opt_filter_ipv4(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return filter_address(p, kw, AF_INET, obj);
+}
+
+static int
+opt_filter_ipv6(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return filter_address(p, kw, AF_INET6, obj);
+}
+
+static const struct option address_options[] = {
+	{ "IPv4_address", opt_filter_ipv4, 0, 0, 0, false },
+	{ "IPv6_address", opt_filter_ipv6, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_address = { "Address", address_options };
+
+static int
+opt_filter_address(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_filter_addresses *fa = &((struct config_filter *)obj)->addresses;
+	int policy;
+
+	if ((policy = read_policy(p, kw)) < 0 || set_policy(p, kw, &fa->set, &fa->accept, policy) < 0)
+		return -1;
+	if (expect_lbrace(p, "Address Accept|Ignore") < 0)
+		return -1;
+	return parse_block(p, &block_address, kw, fa);
+}
+
+/* State Accept|Ignore { STATE... for TCP [STATE... for TCP]... } */
+static int
+opt_filter_state(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_filter_states *fs = &((struct config_filter *)obj)->states;
+	const char *expected = "a TCP state (SYN_SENT, SYN_RECV, ESTABLISHED, FIN_WAIT, "
+		"CLOSE_WAIT, LAST_ACK, TIME_WAIT, CLOSE, CLOSED or LISTEN)";
+	const struct config_name_value *sn;
+	struct token tok;
+	unsigned pending = 0;   /* states read since the last "for TCP" */
+	int policy;
+
+	if ((policy = read_policy(p, kw)) < 0 || set_policy(p, kw, &fs->set, &fs->accept, policy) < 0)
+		return -1;
+	if (expect_lbrace(p, "State Accept|Ignore") < 0)
+		return -1;
+	for (;;) {
+		next(p, &tok);
+		if (tok.type == TOK_RBRACE && pending == 0)
+			return 0;
+		if (tok.type == TOK_EOF && pending == 0)
+			return perr(p, &tok, "unexpected end of file; block State opened at line "
+				    "%u needs its closing '}'", kw->line);
+		if (token_is(&tok, "for") && pending > 0) {
+			struct token proto;
+
+			next(p, &proto);
+			if (!token_is(&proto, "TCP"))
+				return unexpected(p, &proto, "TCP after 'for' (states only exist for TCP)");
+			pending = 0;
+			continue;
+		}
+		for (sn = config_tcp_state_names; sn->name; sn++)
+			if (token_is(&tok, sn->name))
+				break;
+		if (sn->name == NULL) {
+			char what[256];
+
+			snprintf(what, sizeof(what), "%s%s", expected,
+				 pending ? " or 'for TCP'" : " or '}'");
+			return unexpected(p, &tok, what);
+		}
+		fs->tcp_states |= (uint16_t)(1u << sn->value);
+		pending++;
+	}
+}
+
+static const struct option filter_options[] = {
+	{ "Protocol", opt_filter_protocol, 0, 0, 0, false },
+	{ "Address", opt_filter_address, 0, 0, 0, false },
+	{ "State", opt_filter_state, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_filter = { "Filter", filter_options };
+
+/* Filter [From Userspace|Kernelspace] { ... } */
+static int
+opt_filter(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_filter *f = &((struct config_general *)obj)->filter;
+	struct token from, tok;
+
+	f->set = true;
+	if (token_is(&p->look, "From")) {
+		next(p, &from);
+		if (value_word(p, &from, "Userspace or Kernelspace", &tok) < 0)
+			return -1;
+		if (token_is(&tok, "Kernelspace"))
+			f->kernelspace = true;
+		else if (token_is(&tok, "Userspace"))
+			f->kernelspace = false;
+		else
+			return bad_value(p, &from, &tok, "Userspace or Kernelspace");
+	}
+	if (expect_lbrace(p, "Filter") < 0)
+		return -1;
+	return parse_block(p, &block_filter, kw, f);
+}
+
+#define G(member) FIELD(struct config_general, member)
+static const struct option general_options[] = {
+	{ "HashSize", opt_u32, G(hash_size), 1, UINT32_MAX, false },
+	{ "HashLimit", opt_u32, G(hash_limit), 1, UINT32_MAX, false },
+	{ "LogFile", opt_logfile, G(logfile), 0, 0, false },
+	{ "Syslog", opt_syslog, G(syslog_facility), 0, 0, false },
+	{ "LockFile", opt_path, G(lockfile), 0, 0, false },
+	{ "UNIX", opt_unix, 0, 0, 0, false },
+	{ "NetlinkBufferSize", opt_u32, G(netlink_buffer_size), 0, INT32_MAX, false },
+	{ "SocketBufferSize", opt_u32, G(netlink_buffer_size), 0, INT32_MAX, true },
+	{ "NetlinkBufferSizeMaxGrowth", opt_u32, G(netlink_buffer_max_growth), 0, INT32_MAX, false },
+	{ "SocketBufferSizeMaxGrowth", opt_u32, G(netlink_buffer_max_growth), 0, INT32_MAX, true },
+	{ "SocketBufferSizeMaxGrown", opt_u32, G(netlink_buffer_max_growth), 0, INT32_MAX, true },
+	{ "NetlinkOverrunResync", opt_overrun_resync, G(netlink_overrun_resync), 0, 0, false },
+	{ "NetlinkEventsReliable", opt_bool, G(netlink_events_reliable), 0, 0, false },
+	{ "PollSecs", opt_u32, G(poll_secs), 1, INT32_MAX, false },
+	{ "EventIterationLimit", opt_u32, G(event_iteration_limit), 1, INT32_MAX, false },
+	{ "Nice", opt_nice, 0, 0, 0, false },
+	{ "Scheduler", opt_scheduler, 0, 0, 0, false },
+	{ "Systemd", opt_bool, G(systemd), 0, 0, false },
+	{ "Filter", opt_filter, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+#undef G
+static const struct block block_general = { "General", general_options };
+
+/* ---- Sync: modes -------------------------------------------------------- */
+
+#define S(member) FIELD(struct config_sync, member)
+#define OPT_COMMIT { "CommitTimeout", opt_u32, S(commit_timeout), 0, INT32_MAX, false }
+#define OPT_PURGE { "PurgeTimeout", opt_u32, S(purge_timeout), 0, INT32_MAX, false }
+#define OPT_REFRESH { "RefreshTime", opt_u32, S(refresh_time), 1, INT32_MAX, false }
+#define OPT_CACHE { "CacheTimeout", opt_u32, S(cache_timeout), 1, INT32_MAX, false }
+#define OPT_NO_EXT { "DisableExternalCache", opt_bool, S(disable_external_cache), 0, 0, false }
+#define OPT_RESYNC { "StartupResync", opt_bool, S(startup_resync), 0, 0, false }
+
+static const struct option ftfw_options[] = {
+	{ "ResendQueueSize", opt_u32, S(resend_queue_size), 1, INT32_MAX, false },
+	{ "ACKWindowSize", opt_u32, S(ack_window_size), 1, INT32_MAX, false },
+	OPT_COMMIT, OPT_PURGE, OPT_NO_EXT, OPT_RESYNC,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct option notrack_options[] = {
+	OPT_COMMIT, OPT_PURGE,
+	{ "DisableInternalCache", opt_bool, S(disable_internal_cache), 0, 0, false },
+	OPT_NO_EXT, OPT_RESYNC,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct option alarm_options[] = {
+	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_ftfw = { "Mode FTFW", ftfw_options };
+static const struct block block_notrack = { "Mode NOTRACK", notrack_options };
+static const struct block block_alarm = { "Mode ALARM", alarm_options };
+
+static int
+opt_mode(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_sync *s = obj;
+	const struct block *b;
+	struct token tok;
+
+	if (value_word(p, kw, "FTFW, NOTRACK or ALARM", &tok) < 0)
+		return -1;
+	if (p->marks->mode_line)
+		return perr(p, kw, "a second Mode; Mode was already given at line %u",
+			    p->marks->mode_line);
+	if (token_is_nocase(&tok, "FTFW")) {
+		s->mode = CONFIG_MODE_FTFW;
+	} else if (token_is_nocase(&tok, "NOTRACK")) {
+		s->mode = CONFIG_MODE_NOTRACK;
+	} else if (token_is_nocase(&tok, "ALARM")) {
+		s->mode = CONFIG_MODE_ALARM;
+	} else if (token_is_nocase(&tok, "nack")) {
+		s->mode = CONFIG_MODE_FTFW;
+		pwarn(p, &tok, "Mode nack is the old name of Mode FTFW; please rename it");
+	} else if (token_is_nocase(&tok, "persistent")) {
+		s->mode = CONFIG_MODE_ALARM;
+		pwarn(p, &tok, "Mode persistent is the old name of Mode ALARM; please rename it");
+	} else {
+		return bad_value(p, kw, &tok, "FTFW, NOTRACK or ALARM");
+	}
+	p->marks->mode_line = kw->line;
+	b = s->mode == CONFIG_MODE_FTFW ? &block_ftfw :
+	    s->mode == CONFIG_MODE_NOTRACK ? &block_notrack : &block_alarm;
+	if (expect_lbrace(p, b->name) < 0)
+		return -1;
+	return parse_block(p, b, kw, s);
+}
+
+/* ---- Sync: links -------------------------------------------------------- */
+
+static int
+link_family(struct parser *p, const struct token *kw, struct config_link *l, int family)
+{
+	if (l->family != 0 && l->family != family)
+		return perr(p, kw, "%.*s mixes address families in block %s: a link uses "
+			    "either IPv4 or IPv6 addresses", (int)kw->len, kw->text,
+			    config_link_kind_name(l->kind));
+	l->family = family;
+	return 0;
+}
+
+static bool
+is_multicast(const struct config_addr *a)
+{
+	if (a->family == AF_INET)
+		return (ntohl(a->u.v4.s_addr) & 0xf0000000u) == 0xe0000000u;
+	return a->u.v6.s6_addr[0] == 0xff;
+}
+
+static int
+link_address(struct parser *p, const struct token *kw, void *obj, int family, bool dest)
+{
+	struct config_link *l = obj;
+	struct config_addr a;
+	struct token tok;
+
+	if (read_addr(p, kw, family, false, &a, &tok) < 0 || link_family(p, kw, l, family) < 0)
+		return -1;
+	if (l->kind == CONFIG_LINK_MCAST && !is_multicast(&a)) {
+		char q[TOKEN_QUOTE_MAX];
+
+		return perr(p, &tok, "%s is not a multicast address; the %.*s of a Multicast "
+			    "block is the group (%s)", token_quote(&tok, q, sizeof(q)),
+			    (int)kw->len, kw->text,
+			    family == AF_INET ? "224.0.0.0/4" : "ff00::/8");
+	}
+	if (dest)
+		l->dest = a;
+	else
+		l->local = a;
+	return 0;
+}
+
+static int
+opt_link_ipv4(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return link_address(p, kw, obj, AF_INET, false);
+}
+
+static int
+opt_link_ipv6(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return link_address(p, kw, obj, AF_INET6, false);
+}
+
+static int
+opt_link_ipv4_dest(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return link_address(p, kw, obj, AF_INET, true);
+}
+
+static int
+opt_link_ipv6_dest(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return link_address(p, kw, obj, AF_INET6, true);
+}
+
+static int
+opt_mcast_ifaddr(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_link *l = obj;
+	struct config_addr a;
+	struct token tok;
+
+	if (read_addr(p, kw, AF_INET, false, &a, &tok) < 0 || link_family(p, kw, l, AF_INET) < 0)
+		return -1;
+	l->mcast_ifaddr = a.u.v4;
+	return 0;
+}
+
+/* Upstream reads it and does nothing with it: IPv6 uses the Interface's index. */
+static int
+opt_mcast_ipv6_ifaddr(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_addr a;
+	struct token tok;
+
+	if (read_addr(p, kw, AF_INET6, false, &a, &tok) < 0)
+		return -1;
+	pwarn(p, kw, "IPv6_interface is ignored; an IPv6 multicast link uses the device "
+	      "named by Interface");
+	return 0;
+}
+
+static int
+opt_interface(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_link *l = obj;
+	struct token tok;
+
+	return read_name(p, kw, "interface name", IF_NAMESIZE - 1, l->ifname, &tok);
+}
+
+#define L(member) FIELD(struct config_link, member)
+#define LINK_COMMON \
+	{ "Interface", opt_interface, 0, 0, 0, false }, \
+	{ "SndSocketBuffer", opt_u32, L(sndbuf), 0, INT32_MAX, false }, \
+	{ "RcvSocketBuffer", opt_u32, L(rcvbuf), 0, INT32_MAX, false }, \
+	{ "Checksum", opt_bool, L(checksum), 0, 0, false }
+
+static const struct option mcast_options[] = {
+	{ "IPv4_address", opt_link_ipv4, 0, 0, 0, false },
+	{ "IPv6_address", opt_link_ipv6, 0, 0, 0, false },
+	{ "IPv4_interface", opt_mcast_ifaddr, 0, 0, 0, false },
+	{ "IPv6_interface", opt_mcast_ipv6_ifaddr, 0, 0, 0, false },
+	{ "Group", opt_u16, L(port), 1, 65535, false },
+	LINK_COMMON,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct option udp_options[] = {
+	{ "IPv4_address", opt_link_ipv4, 0, 0, 0, false },
+	{ "IPv6_address", opt_link_ipv6, 0, 0, 0, false },
+	{ "IPv4_Destination_Address", opt_link_ipv4_dest, 0, 0, 0, false },
+	{ "IPv6_Destination_Address", opt_link_ipv6_dest, 0, 0, 0, false },
+	{ "Port", opt_u16, L(port), 1, 65535, false },
+	LINK_COMMON,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct option tcp_options[] = {
+	{ "IPv4_address", opt_link_ipv4, 0, 0, 0, false },
+	{ "IPv6_address", opt_link_ipv6, 0, 0, 0, false },
+	{ "IPv4_Destination_Address", opt_link_ipv4_dest, 0, 0, 0, false },
+	{ "IPv6_Destination_Address", opt_link_ipv6_dest, 0, 0, 0, false },
+	{ "Port", opt_u16, L(port), 1, 65535, false },
+	LINK_COMMON,
+	{ "ErrorQueueLength", opt_u32, L(error_queue_len), 1, INT32_MAX, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+#undef L
+static const struct block block_mcast = { "Multicast", mcast_options };
+static const struct block block_udp = { "UDP", udp_options };
+static const struct block block_tcp = { "TCP", tcp_options };
+
+/* Multicast|UDP|TCP [Default] { ... }; opt->min is the link kind. */
+static int
+opt_link(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	enum config_link_kind kind = (enum config_link_kind)opt->min;
+	const struct block *b = kind == CONFIG_LINK_MCAST ? &block_mcast :
+				kind == CONFIG_LINK_UDP ? &block_udp : &block_tcp;
+	struct config_sync *s = obj;
+	struct config_link *l;
+	struct token tok;
+	bool is_default = false;
+	unsigned i;
+
+	if (token_is(&p->look, "Default")) {
+		next(p, &tok);
+		is_default = true;
+	}
+	if (s->nlinks >= CONFIG_MAX_LINKS)
+		return perr(p, kw, "too many link blocks; at most %d (Multicast, UDP or TCP)",
+			    CONFIG_MAX_LINKS);
+	if (s->nlinks > 0 && s->links[0].kind != kind)
+		return perr(p, kw, "%s cannot be mixed with %s links (line %u); all links of "
+			    "Sync use one transport", b->name,
+			    config_link_kind_name(s->links[0].kind), s->links[0].line);
+	for (i = 0; is_default && i < s->nlinks; i++)
+		if (s->links[i].is_default)
+			return perr(p, kw, "a second Default link; the link at line %u is "
+				    "already the Default", s->links[i].line);
+	l = &s->links[s->nlinks++];
+	memset(l, 0, sizeof(*l));
+	l->kind = kind;
+	l->is_default = is_default;
+	l->checksum = true;
+	l->error_queue_len = CONFIG_DEFAULT_ERROR_QUEUE_LEN;
+	l->line = kw->line;
+	if (expect_lbrace(p, is_default ? "Default" : b->name) < 0)
+		return -1;
+	return parse_block(p, b, kw, l);
+}
+
+/* ---- Sync: Options ------------------------------------------------------ */
+
+static int
+opt_expectation_sync(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	const char *expected = "on, off or '{' with a list of helper names";
+	struct config_sync *s = obj;
+	struct token tok;
+	bool on;
+
+	next(p, &tok);
+	if (tok.type == TOK_WORD && word_bool(&tok, &on)) {
+		s->expectation_sync = on;
+		s->expect_helper_count = 0;
+		return 0;
+	}
+	if (tok.type != TOK_LBRACE)
+		return bad_value(p, kw, &tok, expected);
+	s->expect_helper_count = 0;
+	for (;;) {
+		next(p, &tok);
+		if (tok.type == TOK_RBRACE)
+			break;
+		if (tok.type != TOK_WORD)
+			return unexpected(p, &tok, "a helper name or '}'");
+		if (check_name(p, &tok, "helper name", CONFIG_HELPER_NAME_MAX - 1) < 0 ||
+		    list_grow(p, &tok, (void **)&s->expect_helpers, s->expect_helper_count,
+			      sizeof(*s->expect_helpers), "ExpectationSync") < 0)
+			return -1;
+		memcpy(s->expect_helpers[s->expect_helper_count], tok.text, tok.len);
+		s->expect_helpers[s->expect_helper_count][tok.len] = '\0';
+		s->expect_helper_count++;
+	}
+	if (s->expect_helper_count == 0)
+		return perr(p, kw, "ExpectationSync { } lists no helper; write ExpectationSync "
+			    "on to synchronise the expectations of every helper");
+	s->expectation_sync = true;
+	return 0;
+}
+
+static const struct option sync_opts_options[] = {
+	{ "TCPWindowTracking", opt_bool, S(tcp_window_tracking), 0, 0, false },
+	{ "ExpectationSync", opt_expectation_sync, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_sync_opts = { "Options", sync_opts_options };
+
+static int
+opt_sync_opts(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return opt_subblock(p, kw, &block_sync_opts, obj);
+}
+
+static const struct option sync_options[] = {
+	{ "Mode", opt_mode, 0, 0, 0, false },
+	{ "Multicast", opt_link, 0, CONFIG_LINK_MCAST, 0, false },
+	{ "UDP", opt_link, 0, CONFIG_LINK_UDP, 0, false },
+	{ "TCP", opt_link, 0, CONFIG_LINK_TCP, 0, false },
+	{ "Options", opt_sync_opts, 0, 0, 0, false },
+	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE,
+	{ NULL, NULL, 0, 0, 0, false },
+};
+#undef S
+static const struct block block_sync = { "Sync", sync_options };
+
+/* ---- Stats and Helper --------------------------------------------------- */
+
+static const struct option stats_options[] = {
+	{ "LogFile", opt_logfile, FIELD(struct config_stats, logfile), 1, 0, false },
+	{ "Syslog", opt_syslog, FIELD(struct config_stats, syslog_facility), 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_stats = { "Stats", stats_options };
+
+static int
+opt_policy(struct parser *p, const struct token *kw, const struct option *opt, void *obj);
+
+#define H(member) FIELD(struct config_helper, member)
+static const struct option helper_type_options[] = {
+	{ "QueueNum", opt_u32, H(queue_num), 0, 65535, false },
+	{ "QueueLen", opt_u32, H(queue_len), 1, INT32_MAX, false },
+	{ "Policy", opt_policy, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+#undef H
+static const struct block block_helper_type = { "Type", helper_type_options };
+
+#define HP(member) FIELD(struct config_helper_policy, member)
+static const struct option policy_options[] = {
+	{ "ExpectMax", opt_u32, HP(expect_max), 1, UINT32_MAX, false },
+	{ "ExpectTimeout", opt_u32, HP(expect_timeout), 1, UINT32_MAX, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+#undef HP
+static const struct block block_policy = { "Policy", policy_options };
+
+static int
+opt_policy(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_helper *h = obj;
+	struct config_helper_policy *pol;
+	char name[CONFIG_HELPER_NAME_MAX];
+	struct token tok;
+	unsigned i;
+
+	if (read_name(p, kw, "policy name", CONFIG_HELPER_NAME_MAX - 1, name, &tok) < 0)
+		return -1;
+	for (i = 0; i < h->policy_count; i++)
+		if (strcmp(h->policies[i].name, name) == 0)
+			return perr(p, &tok, "policy %s is declared twice in helper %s", name, h->name);
+	if (list_grow(p, &tok, (void **)&h->policies, h->policy_count, sizeof(*h->policies),
+		      "Policy list") < 0)
+		return -1;
+	pol = &h->policies[h->policy_count++];
+	memset(pol, 0, sizeof(*pol));
+	memcpy(pol->name, name, sizeof(name));
+	if (expect_lbrace(p, "Policy name") < 0 || parse_block(p, &block_policy, kw, pol) < 0)
+		return -1;
+	if (pol->expect_max == 0 || pol->expect_timeout == 0)
+		return perr(p, kw, "Policy %s needs %s", name,
+			    pol->expect_max == 0 && pol->expect_timeout == 0 ?
+			    "ExpectMax and ExpectTimeout" :
+			    pol->expect_max == 0 ? "ExpectMax" : "ExpectTimeout");
+	return 0;
+}
+
+/* Type name inet|inet6 tcp|udp { ... } */
+static int
+opt_helper_type(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_helpers *hs = obj;
+	struct config_helper *h;
+	char name[CONFIG_HELPER_NAME_MAX];
+	struct token tok, ntok;
+	const char *const *k;
+	int family;
+	uint8_t l4;
+	unsigned i;
+
+	if (read_name(p, kw, "helper name", CONFIG_HELPER_NAME_MAX - 1, name, &ntok) < 0)
+		return -1;
+	for (k = config_helper_known; *k; k++)
+		if (strcmp(*k, name) == 0)
+			break;
+	if (*k == NULL) {
+		char q[TOKEN_QUOTE_MAX];
+
+		return perr(p, &ntok, "unknown helper %s; expected amanda, dhcpv6, ftp, mdns, "
+			    "rpc, sane, slp, ssdp, tftp or tns", token_quote(&ntok, q, sizeof(q)));
+	}
+	if (value_word(p, kw, "inet or inet6", &tok) < 0)
+		return -1;
+	if (token_is(&tok, "inet"))
+		family = AF_INET;
+	else if (token_is(&tok, "inet6"))
+		family = AF_INET6;
+	else
+		return unexpected(p, &tok, "inet or inet6 after the helper name");
+	if (value_word(p, kw, "tcp or udp", &tok) < 0)
+		return -1;
+	if (token_is(&tok, "tcp"))
+		l4 = IPPROTO_TCP;
+	else if (token_is(&tok, "udp"))
+		l4 = IPPROTO_UDP;
+	else
+		return unexpected(p, &tok, "tcp or udp after the address family");
+	for (i = 0; i < hs->count; i++)
+		if (strcmp(hs->helpers[i].name, name) == 0 && hs->helpers[i].family == family &&
+		    hs->helpers[i].l4proto == l4)
+			return perr(p, &ntok, "helper %s %s %s is declared twice", name,
+				    family == AF_INET ? "inet" : "inet6",
+				    l4 == IPPROTO_TCP ? "tcp" : "udp");
+	if (list_grow(p, &ntok, (void **)&hs->helpers, hs->count, sizeof(*hs->helpers),
+		      "Helper") < 0)
+		return -1;
+	h = &hs->helpers[hs->count++];
+	memset(h, 0, sizeof(*h));
+	memcpy(h->name, name, sizeof(name));
+	h->family = family;
+	h->l4proto = l4;
+	h->queue_len = CONFIG_DEFAULT_HELPER_QUEUE_LEN;
+	if (expect_lbrace(p, "Type name inet|inet6 tcp|udp") < 0)
+		return -1;
+	return parse_block(p, &block_helper_type, kw, h);
+}
+
+static const struct option helper_options[] = {
+	{ "Setup", opt_bool, FIELD(struct config_helpers, setup), 0, 0, false },
+	{ "Type", opt_helper_type, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_helper = { "Helper", helper_options };
+
+/* ---- top level ---------------------------------------------------------- */
+
+static int
+top_general(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return opt_subblock(p, kw, &block_general, &p->cfg->general);
+}
+
+static int
+top_sync(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	if (p->marks->sync_line == 0)
+		p->marks->sync_line = kw->line;
+	return opt_subblock(p, kw, &block_sync, &p->cfg->sync);
+}
+
+static int
+top_stats(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	if (p->marks->stats_line == 0)
+		p->marks->stats_line = kw->line;
+	return opt_subblock(p, kw, &block_stats, &p->cfg->stats);
+}
+
+static int
+top_helper(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	p->cfg->helper.set = true;
+	return opt_subblock(p, kw, &block_helper, &p->cfg->helper);
+}
+
+static const struct option top_options[] = {
+	{ "General", top_general, 0, 0, 0, false },
+	{ "Sync", top_sync, 0, 0, 0, false },
+	{ "Stats", top_stats, 0, 0, 0, false },
+	{ "Helper", top_helper, 0, 0, 0, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+
+int
+config_parse_text(struct config *cfg, struct config_marks *marks, const char *name,
+		  const char *text, size_t len, struct config_error *err,
+		  config_warn_fn warn, void *warn_arg)
+{
+	struct parser p = {
+		.cfg = cfg, .marks = marks, .name = name, .err = err,
+		.warn = warn, .warn_arg = warn_arg,
+	};
+	const struct option *o;
+	struct token tok;
+
+	lexer_init(&p.lx, text, len);
+	lexer_next(&p.lx, &p.look);
+	for (;;) {
+		next(&p, &tok);
+		if (tok.type == TOK_EOF)
+			return 0;
+		o = find_option(top_options, &tok);
+		if (o == NULL) {
+			char q[TOKEN_QUOTE_MAX];
+
+			if (tok.type == TOK_WORD)
+				return perr(&p, &tok, "unknown block %s at top level; expected "
+					    "General, Sync, Stats or Helper",
+					    token_quote(&tok, q, sizeof(q)));
+			return unexpected(&p, &tok, "General, Sync, Stats or Helper");
+		}
+		if (o->parse(&p, &tok, o, NULL) < 0)
+			return -1;
+	}
+}

@@ -1,0 +1,430 @@
+/*
+ * server.c - the UNIX control socket server.
+ *
+ * Every connection carries one request: a 4-byte native-endian code, then
+ * the reply text, then close (conntrackd's protocol).  Replies are buffered
+ * and written without blocking, so a slow or stuck client never stalls the
+ * loop; a client that sends nothing is dropped after a timeout.
+ */
+#include "control_server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+#define READ_TIMEOUT_MS   5000u
+#define WRITE_TIMEOUT_MS  30000u
+#define MAX_CONNECTIONS   64u
+#define ACCEPTS_PER_WAKE  16
+
+enum request_state {
+	REQ_READING,
+	REQ_HANDLING,     /* a handler holds it (CONTROL_PENDING) */
+	REQ_WRITING,
+};
+
+struct control_request {
+	struct control_server *srv;
+	struct control_request *prev, *next;
+	int fd;
+	enum request_state state;
+	uint8_t in[4];
+	size_t inlen;
+	uint32_t raw_code;
+	enum ctl_status status;
+	char *out;
+	size_t outlen, outcap, outoff;
+	bool out_failed;          /* an append could not allocate */
+	bool kept;                /* its handler returned CONTROL_PENDING */
+	struct loop_timer *timer;
+};
+
+struct handler {
+	control_handler_fn fn;
+	void *arg;
+};
+
+struct control_server {
+	struct loop *loop;
+	int fd;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct handler handlers[CTL_REQUEST_MAX];
+	struct control_request *requests;   /* every open connection */
+	unsigned nrequests;
+	struct control_server_stats stats;
+};
+
+static void request_free(struct control_request *req)
+{
+	struct control_server *srv = req->srv;
+
+	if (req->kept && req->state == REQ_HANDLING)
+		srv->stats.pending--;
+	if (req->prev)
+		req->prev->next = req->next;
+	else
+		srv->requests = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	srv->nrequests--;
+	loop_unwatch(srv->loop, req->fd);
+	close(req->fd);
+	loop_timer_free(req->timer);
+	free(req->out);
+	free(req);
+}
+
+static void on_request_timeout(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct control_request *req = arg;
+
+	if (req->state == REQ_READING)
+		req->srv->stats.bad_requests++;
+	else
+		req->srv->stats.write_errors++;
+	request_free(req);
+}
+
+static bool out_reserve(struct control_request *req, size_t more)
+{
+	size_t cap;
+	char *p;
+
+	if (req->out_failed)
+		return false;
+	if (req->outlen + more <= req->outcap)
+		return true;
+	cap = req->outcap ? req->outcap : 1024;
+	while (cap < req->outlen + more)
+		cap *= 2;
+	p = realloc(req->out, cap);
+	if (!p) {
+		req->out_failed = true;
+		return false;
+	}
+	req->out = p;
+	req->outcap = cap;
+	return true;
+}
+
+void control_request_write(struct control_request *req, const void *buf, size_t len)
+{
+	if (!out_reserve(req, len))
+		return;
+	memcpy(req->out + req->outlen, buf, len);
+	req->outlen += len;
+}
+
+void control_request_printf(struct control_request *req, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !out_reserve(req, (size_t)n + 1))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(req->out + req->outlen, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	req->outlen += (size_t)n;
+}
+
+uint32_t control_request_code(const struct control_request *req)
+{
+	return req->raw_code & CTL_CODE_MASK;
+}
+
+bool control_request_wants_json(const struct control_request *req)
+{
+	return req->raw_code & CTL_FLAG_JSON;
+}
+
+void control_request_set_status(struct control_request *req, enum ctl_status status)
+{
+	req->status = status;
+}
+
+/* Returns true when the request is gone (written completely, or failed). */
+static bool request_flush(struct control_request *req)
+{
+	while (req->outoff < req->outlen) {
+		ssize_t n = send(req->fd, req->out + req->outoff, req->outlen - req->outoff,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return false;
+			req->srv->stats.write_errors++;
+			request_free(req);
+			return true;
+		}
+		req->outoff += (size_t)n;
+	}
+	request_free(req);
+	return true;
+}
+
+static void on_request_writable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	request_flush(arg);
+}
+
+static void request_start_writing(struct control_request *req)
+{
+	static const char oom[] = "ctsyncd: out of memory while building the answer\n";
+
+	if (req->kept && req->state == REQ_HANDLING)
+		req->srv->stats.pending--;
+	req->state = REQ_WRITING;
+
+	if (req->out_failed) {
+		/* Replace whatever was built with a short, honest failure. */
+		req->out_failed = false;
+		req->outlen = (req->raw_code & CTL_FLAG_STATUS) ? sizeof(struct ctl_status_header) : 0;
+		req->status = CTL_STATUS_FAILED;
+		if (req->outcap >= req->outlen + sizeof(oom) - 1) {
+			memcpy(req->out + req->outlen, oom, sizeof(oom) - 1);
+			req->outlen += sizeof(oom) - 1;
+		}
+	}
+	if (req->raw_code & CTL_FLAG_STATUS) {
+		struct ctl_status_header h = { .magic = CTL_STATUS_MAGIC, .status = req->status };
+
+		if (req->outcap < sizeof(h)) {
+			/* Not even the header could be allocated: the client sees EOF. */
+			req->srv->stats.write_errors++;
+			request_free(req);
+			return;
+		}
+		memcpy(req->out, &h, sizeof(h));
+	}
+	if (request_flush(req))
+		return;
+	if (loop_watch(req->srv->loop, req->fd, LOOP_WRITE, on_request_writable, req) < 0) {
+		req->srv->stats.write_errors++;
+		request_free(req);
+		return;
+	}
+	loop_timer_arm(req->timer, WRITE_TIMEOUT_MS);
+}
+
+void control_request_finish(struct control_request *req, enum ctl_status status)
+{
+	req->status = status;
+	request_start_writing(req);
+}
+
+static void request_dispatch(struct control_request *req)
+{
+	struct control_server *srv = req->srv;
+	uint32_t code = req->raw_code & CTL_CODE_MASK;
+	uint32_t flags = req->raw_code & ~CTL_CODE_MASK;
+	struct handler *h = NULL;
+
+	srv->stats.requests++;
+	loop_unwatch(srv->loop, req->fd);
+	loop_timer_disarm(req->timer);
+
+	if (req->raw_code & CTL_FLAG_STATUS) {
+		/* Room for the status header, filled in when the answer is complete. */
+		if (out_reserve(req, sizeof(struct ctl_status_header)))
+			req->outlen = sizeof(struct ctl_status_header);
+	}
+	if (code < CTL_REQUEST_MAX && !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_STATUS)))
+		h = &srv->handlers[code];
+
+	req->state = REQ_HANDLING;
+	if (!h || !h->fn) {
+		srv->stats.unknown++;
+		control_request_printf(req, "ctsyncd: unknown request code %u (0x%08x)\n",
+				       code, req->raw_code);
+		control_request_finish(req, CTL_STATUS_UNKNOWN);
+		return;
+	}
+	if (h->fn(req, h->arg) == CONTROL_DONE) {
+		request_start_writing(req);
+	} else {
+		req->kept = true;
+		srv->stats.pending++;
+	}
+}
+
+static void on_request_readable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct control_request *req = arg;
+
+	while (req->inlen < sizeof(req->in)) {
+		ssize_t n = recv(fd, req->in + req->inlen, sizeof(req->in) - req->inlen, MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			req->srv->stats.bad_requests++;
+			request_free(req);
+			return;
+		}
+		req->inlen += (size_t)n;
+	}
+	memcpy(&req->raw_code, req->in, sizeof(req->raw_code));
+	request_dispatch(req);
+}
+
+static void on_listen_readable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct control_server *srv = arg;
+
+	for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
+		struct control_request *req;
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (cfd < 0)
+			return;
+		if (srv->nrequests >= MAX_CONNECTIONS) {
+			srv->stats.refused++;
+			close(cfd);
+			continue;
+		}
+		req = calloc(1, sizeof(*req));
+		if (req)
+			req->timer = loop_timer_new(loop, on_request_timeout, req);
+		if (!req || !req->timer || loop_watch(loop, cfd, LOOP_READ, on_request_readable, req) < 0) {
+			if (req)
+				loop_timer_free(req->timer);
+			free(req);
+			close(cfd);
+			srv->stats.refused++;
+			continue;
+		}
+		srv->stats.connections++;
+		req->srv = srv;
+		req->fd = cfd;
+		req->next = srv->requests;
+		if (srv->requests)
+			srv->requests->prev = req;
+		srv->requests = req;
+		srv->nrequests++;
+		loop_timer_arm(req->timer, READ_TIMEOUT_MS);
+	}
+}
+
+/* Is somebody listening on `path`?  1 yes, 0 no (stale), -errno on other errors. */
+static int socket_is_live(const struct sockaddr_un *sun)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int live;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) == 0)
+		live = 1;
+	else if (errno == ECONNREFUSED || errno == ENOENT)
+		live = 0;
+	else
+		live = -errno;
+	close(fd);
+	return live;
+}
+
+int control_server_open(struct control_server **out, struct loop *loop, const char *path,
+			unsigned backlog)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct control_server *srv;
+	struct stat st;
+	int err;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		err = socket_is_live(&sun);
+		if (err > 0)
+			return -EADDRINUSE;
+		if (err < 0)
+			return err;
+		if (unlink(path) < 0 && errno != ENOENT)
+			return -errno;
+	}
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->loop = loop;
+	memcpy(srv->path, path, strlen(path) + 1);
+	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->fd < 0) {
+		err = -errno;
+		free(srv);
+		return err;
+	}
+	if (bind(srv->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    listen(srv->fd, backlog ? (int)backlog : 100) < 0) {
+		err = -errno;
+		close(srv->fd);
+		free(srv);
+		return err;
+	}
+	err = loop_watch(loop, srv->fd, LOOP_READ, on_listen_readable, srv);
+	if (err < 0) {
+		close(srv->fd);
+		unlink(path);
+		free(srv);
+		return err;
+	}
+	*out = srv;
+	return 0;
+}
+
+void control_server_close(struct control_server *srv)
+{
+	if (!srv)
+		return;
+	while (srv->requests) {
+		struct control_request *req = srv->requests;
+
+		if (req->state == REQ_HANDLING) {
+			control_request_printf(req, "ctsyncd: the daemon is exiting; request abandoned\n");
+			control_request_finish(req, CTL_STATUS_FAILED);
+			/* finish either freed it or left it writing: drop it in any case */
+			if (srv->requests == req)
+				request_free(req);
+		} else {
+			request_free(req);
+		}
+	}
+	loop_unwatch(srv->loop, srv->fd);
+	close(srv->fd);
+	unlink(srv->path);
+	free(srv);
+}
+
+int control_server_register(struct control_server *srv, uint32_t code, control_handler_fn fn,
+			    void *arg)
+{
+	if (code >= CTL_REQUEST_MAX)
+		return -EINVAL;
+	srv->handlers[code] = (struct handler){ .fn = fn, .arg = arg };
+	return 0;
+}
+
+const struct control_server_stats *control_server_stats(const struct control_server *srv)
+{
+	return &srv->stats;
+}

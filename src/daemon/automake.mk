@@ -1,0 +1,9 @@
+# The daemon: event loop, logging, lock file, service notification, the
+# control requests it answers itself, and start-up/shutdown.
+libctsyncd_a_SOURCES += \
+	src/daemon/daemon.c src/daemon/daemon.h \
+	src/daemon/lockfile.c src/daemon/lockfile.h \
+	src/daemon/log.c \
+	src/daemon/loop.c \
+	src/daemon/notify.c src/daemon/notify.h \
+	src/daemon/requests.c src/daemon/requests.h

@@ -1,0 +1,264 @@
+/*
+ * daemon.c - start-up, signals, readiness, the loop and a clean exit.
+ *
+ * Errors before the daemon is ready go to stderr (and the log), and the
+ * start fails with status 1; once ready, errors are logged and the daemon
+ * carries on unless it truly cannot.
+ */
+#include "build-config.h"
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control_server.h"
+#include "lockfile.h"
+#include "log.h"
+#include "loop.h"
+#include "notify.h"
+#include "requests.h"
+
+struct daemon {
+	const struct config *cfg;
+	struct loop *loop;
+	struct control_server *ctl;
+	struct lockfile lock;
+	struct loop_timer *watchdog;
+	struct requests_ctx requests;
+	int ready_fd;               /* write end of the -d readiness pipe, or -1 */
+};
+
+static void on_terminate(struct loop *loop, int signo, void *arg)
+{
+	log_notice("received signal %d (%s), exiting", signo, strsignal(signo));
+	loop_stop(loop);
+}
+
+static void on_hangup(struct loop *loop, int signo, void *arg)
+{
+	int err = log_reopen();
+
+	if (err < 0)
+		log_error("cannot reopen the log file after SIGHUP: %s", strerror(-err));
+	else
+		log_notice("log file reopened (SIGHUP)");
+}
+
+static void on_watchdog(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	uint64_t period = notify_watchdog_ms();
+
+	notify_watchdog();
+	loop_timer_arm(timer, period / 2 ? period / 2 : 1000);
+}
+
+/* conntrackd switches itself to real-time scheduling; a failure is only a warning. */
+static void apply_scheduler(const struct config *cfg)
+{
+	struct sched_param sp = { .sched_priority = cfg->general.sched_priority };
+	const char *name = cfg->general.sched_policy == SCHED_FIFO ? "FIFO" : "RR";
+
+	if (sched_setscheduler(0, cfg->general.sched_policy, &sp) < 0)
+		log_warning("cannot set scheduler %s with priority %d: %s; running with the default scheduler",
+			    name, sp.sched_priority, strerror(errno));
+}
+
+/*
+ * Fork for -d.  The parent waits on a pipe for one byte from the child:
+ * it arrives when the child is ready; EOF means the child failed (its
+ * reasons are already on stderr).  Returns in the child; exits in the parent.
+ */
+static int daemonize(struct daemon *d)
+{
+	int fds[2];
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(fds[0]);
+		close(fds[1]);
+		return -err;
+	}
+	if (pid > 0) {
+		char ok;
+		ssize_t n;
+
+		close(fds[1]);
+		do
+			n = read(fds[0], &ok, 1);
+		while (n < 0 && errno == EINTR);
+		/* Leave the lock to the child: closing our copy of the fd keeps its flock. */
+		_exit(n == 1 ? 0 : 1);
+	}
+	close(fds[0]);
+	d->ready_fd = fds[1];
+	if (setsid() < 0)
+		log_warning("setsid failed: %s", strerror(errno));
+	if (chdir("/") < 0)
+		log_warning("chdir / failed: %s", strerror(errno));
+	return lockfile_write_pid(&d->lock);
+}
+
+static void become_ready(struct daemon *d)
+{
+	if (d->cfg->general.systemd)
+		notify_ready();
+	if (d->ready_fd >= 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (write(d->ready_fd, "", 1) != 1)
+			log_warning("cannot tell the parent process that the daemon is ready");
+		close(d->ready_fd);
+		d->ready_fd = -1;
+		log_detach_stderr();
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+			close(null);
+		}
+	}
+}
+
+static int open_control(struct daemon *d)
+{
+	const char *path = d->cfg->general.unix_path;
+	int err;
+
+	if (!*path) {
+		log_warning("no General { UNIX { Path ... } } in %s: the daemon cannot be controlled",
+			    d->cfg->path);
+		return 0;
+	}
+	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog);
+	switch (-err) {
+	case 0:
+		return requests_register(&d->requests, d->ctl);
+	case EADDRINUSE:
+		log_error("another daemon is listening on the control socket %s", path);
+		break;
+	case EEXIST:
+		log_error("control socket path %s exists and is not a socket; not removing it", path);
+		break;
+	default:
+		log_error("cannot open the control socket %s: %s", path, strerror(-err));
+	}
+	return err;
+}
+
+static int start(struct daemon *d, bool detach)
+{
+	const struct config *cfg = d->cfg;
+	pid_t owner, stale;
+	int err;
+
+	err = lockfile_acquire(&d->lock, cfg->general.lockfile, &owner, &stale);
+	if (err == -EWOULDBLOCK) {
+		if (owner)
+			log_error("lock file %s is held by a running daemon (pid %d); not starting",
+				  cfg->general.lockfile, (int)owner);
+		else
+			log_error("lock file %s is held by a running daemon; not starting",
+				  cfg->general.lockfile);
+		return err;
+	}
+	if (err < 0) {
+		log_error("cannot take the lock file %s: %s", cfg->general.lockfile, strerror(-err));
+		return err;
+	}
+	if (stale)
+		log_warning("lock file %s was left by pid %d, which is gone (unclean stop?); taking it over",
+			    cfg->general.lockfile, (int)stale);
+
+	if (detach) {
+		err = daemonize(d);
+		if (err < 0) {
+			log_error("cannot become a daemon: %s", strerror(-err));
+			return err;
+		}
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	d->loop = loop_new();
+	if (!d->loop)
+		return -errno;
+	if ((err = loop_signal(d->loop, SIGTERM, on_terminate, d)) < 0 ||
+	    (err = loop_signal(d->loop, SIGINT, on_terminate, d)) < 0 ||
+	    (err = loop_signal(d->loop, SIGHUP, on_hangup, d)) < 0) {
+		log_error("cannot set up signal handling: %s", strerror(-err));
+		return err;
+	}
+	apply_scheduler(cfg);
+	if (cfg->general.systemd && notify_supported()) {
+		uint64_t period = notify_watchdog_ms();
+
+		if (period) {
+			d->watchdog = loop_timer_new(d->loop, on_watchdog, d);
+			if (!d->watchdog)
+				return -ENOMEM;
+			loop_timer_arm(d->watchdog, period / 2 ? period / 2 : 1000);
+		}
+	}
+	requests_init(&d->requests, cfg, d->loop);
+	return open_control(d);
+}
+
+static void stop(struct daemon *d)
+{
+	if (d->cfg->general.systemd)
+		notify_stopping();
+	control_server_close(d->ctl);
+	d->ctl = NULL;
+	loop_timer_free(d->watchdog);
+	d->watchdog = NULL;
+	if (d->loop)
+		loop_free(d->loop);
+	d->loop = NULL;
+	lockfile_release(&d->lock);
+}
+
+int daemon_run(const struct config *cfg, bool detach)
+{
+	struct daemon d = { .cfg = cfg, .ready_fd = -1, .lock = { .fd = -1 } };
+	int err;
+
+	err = log_open("ctsyncd", cfg->general.logfile, cfg->general.syslog_facility, true);
+	if (err < 0)
+		log_error("cannot open the log file %s: %s; logging to stderr only",
+			  cfg->general.logfile, strerror(-err));
+	if (cfg->general.systemd && !notify_supported() && getenv("NOTIFY_SOCKET"))
+		log_warning("Systemd on, but this ctsyncd was built without libsystemd: no notification");
+
+	err = start(&d, detach);
+	if (err < 0) {
+		log_error("ctsyncd failed to start");
+		stop(&d);
+		log_close();
+		return 1;
+	}
+	log_notice("ctsyncd %s started: pid %d, config %s, role %s", PACKAGE_VERSION, (int)getpid(),
+		   cfg->path, requests_role_name(cfg));
+	become_ready(&d);
+
+	err = loop_run(d.loop);
+	if (err < 0)
+		log_error("event loop failed: %s", strerror(-err));
+	log_notice("ctsyncd exiting");
+	stop(&d);
+	log_close();
+	return err < 0 ? 1 : 0;
+}

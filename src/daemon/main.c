@@ -1,0 +1,104 @@
+/*
+ * main.c - one binary: the daemon, or a client of it when given a request
+ * flag (as conntrackd), or a configuration checker (--check).
+ */
+#include "build-config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "client.h"
+#include "config.h"
+#include "daemon.h"
+
+static void print_version(void)
+{
+	printf("ctsyncd %s (%s), conntrack state replication; speaks conntrackd 1.4.7's protocol\n",
+	       PACKAGE_VERSION,
+#ifdef HAVE_SYSTEMD
+	       "+systemd"
+#else
+	       "-systemd"
+#endif
+	);
+}
+
+static void print_config_error(const struct config_error *e, const char *kind)
+{
+	if (e->line)
+		fprintf(stderr, "%s:%u:%u: %s%s\n", e->file, e->line, e->column, kind, e->message);
+	else
+		fprintf(stderr, "%s: %s%s\n", e->file, kind, e->message);
+}
+
+static void on_config_warning(void *arg, const struct config_error *w)
+{
+	print_config_error(w, "warning: ");
+}
+
+static int run_client(const struct config *cfg, uint32_t request)
+{
+	enum ctl_status status = CTL_STATUS_FAILED;
+
+	if (!cfg->general.unix_path[0]) {
+		fprintf(stderr, "ctsyncd: %s has no General { UNIX { Path ... } }, so there is no "
+			"control socket to send the request to\n", cfg->path);
+		return 1;
+	}
+	if (ctl_client_request(cfg->general.unix_path, request, STDOUT_FILENO, &status) < 0)
+		return 1;
+	return status == CTL_STATUS_OK ? 0 : 1;
+}
+
+int main(int argc, char *argv[])
+{
+	struct cli_options opts;
+	struct config cfg;
+	struct config_error err;
+	int rc;
+
+	cli_parse(argc, argv, &opts);
+	switch (opts.action) {
+	case CLI_HELP:
+		cli_usage(stdout);
+		return opts.exit_status;
+	case CLI_VERSION:
+		print_version();
+		return opts.exit_status;
+	case CLI_USAGE_ERROR:
+		if (opts.message[0])
+			fprintf(stderr, "ctsyncd: %s\n", opts.message);
+		if (opts.show_usage)
+			cli_usage(stderr);
+		return opts.exit_status;
+	case CLI_DAEMON:
+	case CLI_CLIENT_REQUEST:
+	case CLI_CHECK_CONFIG:
+		break;
+	}
+	if (opts.message[0])
+		fprintf(stderr, "ctsyncd: warning: %s\n", opts.message);
+
+	if (config_parse_file(&cfg, opts.config_path, &err, on_config_warning, NULL) < 0) {
+		print_config_error(&err, "");
+		return 1;
+	}
+	switch (opts.action) {
+	case CLI_CHECK_CONFIG:
+		config_print(&cfg, stdout);
+		fprintf(stderr, "ctsyncd: %s is valid\n", cfg.path);
+		rc = 0;
+		break;
+	case CLI_CLIENT_REQUEST:
+		rc = run_client(&cfg, opts.request);
+		break;
+	default:
+		rc = daemon_run(&cfg, opts.daemonize);
+		break;
+	}
+	config_free(&cfg);
+	return rc;
+}

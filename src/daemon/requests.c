@@ -1,0 +1,241 @@
+/*
+ * requests.c - control requests handled by the daemon itself, and the
+ * "not available" answers for subsystems this configuration (or this
+ * version of ctsyncd) does not run.
+ */
+#include "build-config.h"
+#include "requests.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "control_server.h"
+#include "log.h"
+#include "loop.h"
+#include "report.h"
+
+/* What a request needs in order to make sense. */
+enum need {
+	NEED_KERNEL,      /* the internal table and ctnetlink (Sync or Stats) */
+	NEED_EXTERNAL,    /* the external table (Sync only) */
+	NEED_SYNC,        /* the sync protocol and links (Sync only) */
+	NEED_EXPECT,      /* expectation sync (Sync with ExpectationSync on) */
+};
+
+static const struct {
+	uint32_t code;
+	enum need need;
+} subsystem_requests[] = {
+	{ CTL_FLUSH_KERNEL_CT, NEED_KERNEL },
+	{ CTL_RESYNC_KERNEL_CT, NEED_KERNEL },
+	{ CTL_DUMP_INTERNAL_CT, NEED_KERNEL },
+	{ CTL_DUMP_EXTERNAL_CT, NEED_EXTERNAL },
+	{ CTL_COMMIT_CT, NEED_EXTERNAL },
+	{ CTL_FLUSH_CACHES_LEGACY, NEED_KERNEL },
+	{ CTL_SEND_BULK, NEED_SYNC },
+	{ CTL_REQUEST_RESYNC, NEED_SYNC },
+	{ CTL_DUMP_INTERNAL_CT_XML, NEED_KERNEL },
+	{ CTL_DUMP_EXTERNAL_CT_XML, NEED_EXTERNAL },
+	{ CTL_SCHEDULE_PURGE, NEED_KERNEL },
+	{ CTL_STATS_NETWORK, NEED_SYNC },
+	{ CTL_STATS_CACHE, NEED_KERNEL },
+	{ CTL_STATS_LINK, NEED_SYNC },
+	{ CTL_STATS_RSQUEUE, NEED_SYNC },
+	{ CTL_FLUSH_INTERNAL, NEED_KERNEL },
+	{ CTL_FLUSH_EXTERNAL, NEED_EXTERNAL },
+	{ CTL_STATS_QUEUE, NEED_SYNC },
+	{ CTL_STATS_EXPECT, NEED_EXPECT },
+	{ CTL_FLUSH_KERNEL_EXP, NEED_EXPECT },
+	{ CTL_RESYNC_KERNEL_EXP, NEED_EXPECT },
+	{ CTL_DUMP_INTERNAL_EXP, NEED_EXPECT },
+	{ CTL_DUMP_EXTERNAL_EXP, NEED_EXPECT },
+	{ CTL_COMMIT_EXP, NEED_EXPECT },
+	{ CTL_FLUSH_KERNEL_ALL, NEED_KERNEL },
+	{ CTL_RESYNC_KERNEL_ALL, NEED_KERNEL },
+	{ CTL_FLUSH_ALL, NEED_KERNEL },
+	{ CTL_COMMIT_ALL, NEED_EXTERNAL },
+	{ CTL_DUMP_INTERNAL_EXP_XML, NEED_EXPECT },
+	{ CTL_DUMP_EXTERNAL_EXP_XML, NEED_EXPECT },
+};
+
+const char *requests_role_name(const struct config *cfg)
+{
+	switch (cfg->role) {
+	case CONFIG_ROLE_SYNC:
+		switch (cfg->sync.mode) {
+		case CONFIG_MODE_FTFW:
+			return "sync (FTFW)";
+		case CONFIG_MODE_NOTRACK:
+			return "sync (NOTRACK)";
+		case CONFIG_MODE_ALARM:
+			return "sync (ALARM)";
+		}
+		break;
+	case CONFIG_ROLE_STATS:
+		return "stats";
+	case CONFIG_ROLE_NONE:
+		break;
+	}
+	return "control socket only";
+}
+
+/* Why a request cannot be served by this daemon, in one sentence. */
+static const char *unavailable_reason(const struct config *cfg, enum need need)
+{
+	if (cfg->role == CONFIG_ROLE_NONE)
+		return "the configuration has neither a Sync nor a Stats block, so the daemon only serves this socket";
+	if (cfg->role == CONFIG_ROLE_STATS && need != NEED_KERNEL)
+		return "the daemon runs in Stats mode, which has no peer and no external cache";
+	if (need == NEED_EXPECT && !cfg->sync.expectation_sync)
+		return "expectation sync is off (Sync { Options { ExpectationSync on } })";
+	switch (need) {
+	case NEED_KERNEL:
+	case NEED_EXPECT:
+		return "the kernel table (ctnetlink) is not implemented in this version of ctsyncd";
+	case NEED_EXTERNAL:
+		return "the external cache is not implemented in this version of ctsyncd";
+	case NEED_SYNC:
+		return "the sync protocol is not implemented in this version of ctsyncd";
+	}
+	return "not implemented";
+}
+
+static enum control_result answer_unavailable(struct control_request *req, void *arg)
+{
+	struct requests_ctx *ctx = arg;
+	uint32_t code = control_request_code(req);
+	enum need need = NEED_KERNEL;
+
+	for (size_t i = 0; i < sizeof(subsystem_requests) / sizeof(subsystem_requests[0]); i++)
+		if (subsystem_requests[i].code == code)
+			need = subsystem_requests[i].need;
+	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n", ctl_request_name(code),
+			       unavailable_reason(ctx->cfg, need));
+	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	return CONTROL_DONE;
+}
+
+static void send_report(struct control_request *req, struct report *r)
+{
+	size_t len;
+	const char *text = report_finish(r, &len);
+
+	if (!text) {
+		control_request_printf(req, "ctsyncd: out of memory while building statistics\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return;
+	}
+	control_request_write(req, text, len);
+}
+
+static void report_daemon(struct requests_ctx *ctx, struct report *r)
+{
+	uint64_t uptime = (loop_now_ms(ctx->loop) - ctx->started_ms) / 1000u;
+	char since[32];
+	struct tm tm;
+
+	localtime_r(&ctx->started_wall, &tm);
+	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%S%z", &tm);
+	report_begin(r, "daemon");
+	report_str(r, "version", PACKAGE_VERSION);
+	report_i64(r, "pid", getpid());
+	report_str(r, "config", ctx->cfg->path);
+	report_str(r, "role", requests_role_name(ctx->cfg));
+	report_str(r, "started", since);
+	report_u64(r, "uptime_seconds", uptime);
+	report_end(r);
+}
+
+static void report_control(struct requests_ctx *ctx, struct report *r)
+{
+	const struct control_server_stats *s = control_server_stats(ctx->ctl);
+
+	report_begin(r, "control_socket");
+	report_str(r, "path", ctx->cfg->general.unix_path);
+	report_u64(r, "connections", s->connections);
+	report_u64(r, "requests", s->requests);
+	report_u64(r, "unknown_requests", s->unknown);
+	report_u64(r, "bad_requests", s->bad_requests);
+	report_u64(r, "write_errors", s->write_errors);
+	report_u64(r, "refused", s->refused);
+	report_u64(r, "pending", s->pending);
+	report_end(r);
+}
+
+static struct report *new_report(struct control_request *req)
+{
+	struct report *r = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+
+	if (!r) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	}
+	return r;
+}
+
+/* -s, and -s runtime: everything this daemon has to tell. */
+static enum control_result answer_stats(struct control_request *req, void *arg)
+{
+	struct requests_ctx *ctx = arg;
+	struct report *r = new_report(req);
+
+	if (!r)
+		return CONTROL_DONE;
+	report_daemon(ctx, r);
+	report_control(ctx, r);
+	send_report(req, r);
+	report_free(r);
+	return CONTROL_DONE;
+}
+
+/* -s process: conntrackd forks children for dumps and flushes; ctsyncd never forks. */
+static enum control_result answer_process(struct control_request *req, void *arg)
+{
+	struct report *r = new_report(req);
+
+	if (!r)
+		return CONTROL_DONE;
+	report_begin(r, "process");
+	report_u64(r, "children_running", 0);
+	report_u64(r, "children_started", 0);
+	report_str(r, "note", "ctsyncd serves dumps and flushes from its event loop, without forking");
+	report_end(r);
+	send_report(req, r);
+	report_free(r);
+	return CONTROL_DONE;
+}
+
+static enum control_result answer_kill(struct control_request *req, void *arg)
+{
+	struct requests_ctx *ctx = arg;
+
+	log_notice("exit requested on the control socket (-k)");
+	control_request_printf(req, "ctsyncd (pid %d) is exiting\n", (int)getpid());
+	loop_stop(ctx->loop);
+	return CONTROL_DONE;
+}
+
+void requests_init(struct requests_ctx *ctx, const struct config *cfg, struct loop *loop)
+{
+	ctx->cfg = cfg;
+	ctx->loop = loop;
+	ctx->started_ms = loop_now_ms(loop);
+	ctx->started_wall = time(NULL);
+}
+
+int requests_register(struct requests_ctx *ctx, struct control_server *ctl)
+{
+	int err = 0;
+
+	ctx->ctl = ctl;
+	for (size_t i = 0; i < sizeof(subsystem_requests) / sizeof(subsystem_requests[0]); i++)
+		err |= control_server_register(ctl, subsystem_requests[i].code, answer_unavailable, ctx);
+	err |= control_server_register(ctl, CTL_KILL, answer_kill, ctx);
+	err |= control_server_register(ctl, CTL_STATS, answer_stats, ctx);
+	err |= control_server_register(ctl, CTL_STATS_RUNTIME, answer_stats, ctx);
+	err |= control_server_register(ctl, CTL_STATS_PROCESS, answer_process, ctx);
+	return err ? -EINVAL : 0;
+}

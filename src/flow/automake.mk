@@ -1,0 +1,2 @@
+# The flow record and its tables.
+libctsyncd_a_SOURCES += src/flow/flow.c

@@ -1,0 +1,20 @@
+# Unit tests of the loop and the control server, the shell test library,
+# and the integration tests that start the real daemon.
+check_PROGRAMS += tests/unit/check_loop tests/unit/check_control_server
+TESTS += tests/unit/check_loop tests/unit/check_control_server
+tests_unit_check_loop_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_loop_LDADD = $(UNIT_LIBS)
+tests_unit_check_control_server_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_control_server_LDADD = $(UNIT_LIBS)
+
+# Integration tests: the real daemon (root; they create their own files and namespaces).
+TESTS += tests/integration/lifecycle.sh
+
+# The control server and the daemon's request handlers, fuzzed over a real
+# socket; in the suite the standalone driver replays tests/fuzz/corpus/control.
+check_PROGRAMS += tests/fuzz/fuzz_control
+TESTS += tests/fuzz/fuzz_control
+tests_fuzz_fuzz_control_SOURCES = tests/fuzz/fuzz_control.c tests/fuzz/standalone_main.c
+tests_fuzz_fuzz_control_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"control"'
+tests_fuzz_fuzz_control_LDADD = $(CTSYNCD_LIBS)
+EXTRA_DIST += tests/fuzz/corpus/control

@@ -1,0 +1,296 @@
+/*
+ * check_control_server.c - the control socket server on a real loop and
+ * real AF_UNIX sockets in a temporary directory.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control_server.h"
+#include "loop.h"
+
+static char dir[64], path[128];
+static struct loop *loop;
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/ctsyncd-ctl-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/ctl", dir);
+	loop = loop_new();
+	ck_assert_ptr_nonnull(loop);
+}
+
+static void teardown(void)
+{
+	loop_free(loop);
+	unlink(path);
+	rmdir(dir);
+}
+
+static int client_send(uint32_t code)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(send(fd, &code, sizeof(code), 0), (ssize_t)sizeof(code));
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	return fd;
+}
+
+/* Run the loop until the server closes `fd`; returns the bytes received. */
+static size_t client_collect(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < 100; i++) {
+		ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+
+		if (n == 0)
+			break;
+		if (n > 0) {
+			len += (size_t)n;
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		loop_run_once(loop, 20);
+	}
+	buf[len] = '\0';
+	close(fd);
+	return len;
+}
+
+static enum control_result answer_hello(struct control_request *req, void *arg)
+{
+	control_request_printf(req, "hello %s %u\n", control_request_wants_json(req) ? "json" : "text",
+			       control_request_code(req));
+	return CONTROL_DONE;
+}
+
+static struct control_request *kept;
+
+static enum control_result answer_later(struct control_request *req, void *arg)
+{
+	kept = req;
+	control_request_printf(req, "started;");
+	return CONTROL_PENDING;
+}
+
+static struct control_server *open_server(void)
+{
+	struct control_server *srv = NULL;
+
+	ck_assert_int_eq(control_server_open(&srv, loop, path, 10), 0);
+	ck_assert_int_eq(control_server_register(srv, CTL_STATS, answer_hello, NULL), 0);
+	ck_assert_int_eq(control_server_register(srv, CTL_COMMIT_ALL, answer_later, NULL), 0);
+	return srv;
+}
+
+START_TEST(upstream_client_gets_plain_text)
+{
+	struct control_server *srv = open_server();
+	char buf[256];
+	int fd = client_send(CTL_STATS);
+
+	client_collect(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "hello text 21\n");
+	ck_assert_uint_eq(control_server_stats(srv)->requests, 1);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(status_flag_prefixes_a_status_header)
+{
+	struct control_server *srv = open_server();
+	char buf[256];
+	struct ctl_status_header h;
+	int fd = client_send(CTL_STATS | CTL_FLAG_STATUS | CTL_FLAG_JSON);
+	size_t len = client_collect(fd, buf, sizeof(buf));
+
+	ck_assert_uint_ge(len, sizeof(h));
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.magic, CTL_STATUS_MAGIC);
+	ck_assert_uint_eq(h.status, CTL_STATUS_OK);
+	ck_assert_str_eq(buf + sizeof(h), "hello json 21\n");
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(unknown_code_answers_unknown)
+{
+	struct control_server *srv = open_server();
+	char buf[256];
+	struct ctl_status_header h;
+	int fd = client_send(CTL_KILL | CTL_FLAG_STATUS);
+	size_t len = client_collect(fd, buf, sizeof(buf));
+
+	ck_assert_uint_ge(len, sizeof(h));
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.status, CTL_STATUS_UNKNOWN);
+	ck_assert_msg(strstr(buf + sizeof(h), "unknown request code 20") != NULL,
+		      "got '%s'", buf + sizeof(h));
+
+	/* Unknown flag bits make an otherwise known code unknown too. */
+	fd = client_send(CTL_STATS | 0x01000000u);
+	client_collect(fd, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "unknown request code 21") != NULL, "got '%s'", buf);
+	ck_assert_uint_eq(control_server_stats(srv)->unknown, 2);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(pending_request_is_answered_when_finished)
+{
+	struct control_server *srv = open_server();
+	char buf[256];
+	int fd = client_send(CTL_COMMIT_ALL);
+
+	kept = NULL;
+	for (int i = 0; i < 10 && !kept; i++)
+		loop_run_once(loop, 20);
+	ck_assert_ptr_nonnull(kept);
+	/* The loop keeps serving other clients meanwhile. */
+	{
+		int other = client_send(CTL_STATS);
+
+		client_collect(other, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "hello text 21\n");
+	}
+	ck_assert_int_eq(recv(fd, buf, sizeof(buf), 0), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	ck_assert_uint_eq(control_server_stats(srv)->pending, 1);
+
+	control_request_printf(kept, "done\n");
+	control_request_finish(kept, CTL_STATUS_OK);
+	client_collect(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "started;done\n");
+	ck_assert_uint_eq(control_server_stats(srv)->pending, 0);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(close_fails_pending_requests_and_unlinks)
+{
+	struct control_server *srv = open_server();
+	char buf[256];
+	struct ctl_status_header h;
+	struct stat st;
+	int fd = client_send(CTL_COMMIT_ALL | CTL_FLAG_STATUS);
+
+	kept = NULL;
+	for (int i = 0; i < 10 && !kept; i++)
+		loop_run_once(loop, 20);
+	ck_assert_ptr_nonnull(kept);
+	control_server_close(srv);
+	ck_assert_uint_ge(recv(fd, buf, sizeof(buf) - 1, 0), sizeof(h));
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.status, CTL_STATUS_FAILED);
+	close(fd);
+	ck_assert_int_eq(stat(path, &st), -1);
+}
+END_TEST
+
+START_TEST(stale_socket_file_is_replaced)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct control_server *srv;
+
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);   /* the file stays, nobody listens: what a crash leaves */
+	srv = open_server();
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(live_socket_is_refused)
+{
+	struct control_server *srv = open_server(), *second = NULL;
+
+	ck_assert_int_eq(control_server_open(&second, loop, path, 10), -EADDRINUSE);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(non_socket_path_is_never_removed)
+{
+	struct control_server *srv = NULL;
+	struct stat st;
+	int fd = open(path, O_CREAT | O_WRONLY, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(control_server_open(&srv, loop, path, 10), -EEXIST);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(S_ISREG(st.st_mode));
+}
+END_TEST
+
+START_TEST(client_that_hangs_up_early_is_counted)
+{
+	struct control_server *srv = open_server();
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(send(fd, "ab", 2, 0), 2);   /* half a request code */
+	close(fd);
+	for (int i = 0; i < 10 && control_server_stats(srv)->bad_requests == 0; i++)
+		loop_run_once(loop, 20);
+	ck_assert_uint_eq(control_server_stats(srv)->bad_requests, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->requests, 0);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(register_rejects_codes_out_of_range)
+{
+	struct control_server *srv = open_server();
+
+	ck_assert_int_eq(control_server_register(srv, CTL_REQUEST_MAX, answer_hello, NULL), -EINVAL);
+	control_server_close(srv);
+}
+END_TEST
+
+static Suite *server_suite(void)
+{
+	Suite *s = suite_create("control_server");
+	TCase *tc = tcase_create("unix socket");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, upstream_client_gets_plain_text);
+	tcase_add_test(tc, status_flag_prefixes_a_status_header);
+	tcase_add_test(tc, unknown_code_answers_unknown);
+	tcase_add_test(tc, pending_request_is_answered_when_finished);
+	tcase_add_test(tc, close_fails_pending_requests_and_unlinks);
+	tcase_add_test(tc, stale_socket_file_is_replaced);
+	tcase_add_test(tc, live_socket_is_refused);
+	tcase_add_test(tc, non_socket_path_is_never_removed);
+	tcase_add_test(tc, client_that_hangs_up_early_is_counted);
+	tcase_add_test(tc, register_rejects_codes_out_of_range);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(server_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,671 @@
+/*
+ * check_report.c - the report renderer: aligned text, JSON (checked by a
+ * small validator below and against exact strings), escaping, nesting,
+ * and allocation failure.
+ *
+ * Linked with -Wl,--wrap=malloc,--wrap=realloc so that a test can make the
+ * n-th allocation fail.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+/* ---- allocation failure injection ---------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_realloc(void *ptr, size_t size);
+void *__wrap_malloc(size_t size);
+void *__wrap_realloc(void *ptr, size_t size);
+
+static long alloc_countdown = -1;       /* < 0: never fail */
+static long alloc_failures;
+
+static bool alloc_should_fail(void)
+{
+	if (alloc_countdown < 0)
+		return false;
+	if (alloc_countdown == 0) {
+		alloc_failures++;
+		return true;
+	}
+	alloc_countdown--;
+	return false;
+}
+
+void *__wrap_malloc(size_t size)
+{
+	return alloc_should_fail() ? NULL : __real_malloc(size);
+}
+
+void *__wrap_realloc(void *ptr, size_t size)
+{
+	return alloc_should_fail() ? NULL : __real_realloc(ptr, size);
+}
+
+/* ---- a strict little JSON validator (RFC 8259) ---------------------- */
+
+struct json_check {
+	const char *p, *end;
+	int depth;
+};
+
+static bool jc_value(struct json_check *j);
+
+static void jc_ws(struct json_check *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static bool jc_lit(struct json_check *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool jc_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool jc_string(struct json_check *j)
+{
+	if (j->p >= j->end || *j->p != '"')
+		return false;
+	j->p++;
+	while (j->p < j->end) {
+		unsigned char c = (unsigned char)*j->p;
+
+		if (c == '"') {
+			j->p++;
+			return true;
+		}
+		if (c < 0x20)
+			return false;
+		if (c == '\\') {
+			j->p++;
+			if (j->p >= j->end)
+				return false;
+			if (*j->p == 'u') {
+				int k;
+
+				for (k = 1; k <= 4; k++)
+					if (j->p + k >= j->end || !jc_hex(j->p[k]))
+						return false;
+				j->p += 5;
+				continue;
+			}
+			if (!strchr("\"\\/bfnrt", *j->p))
+				return false;
+			j->p++;
+			continue;
+		}
+		if (c >= 0x80) {
+			/* Well-formed UTF-8 only. */
+			int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+			unsigned cp;
+			int k;
+
+			if (len == 0 || c > 0xf4 || j->end - j->p < len)
+				return false;
+			cp = c & (0xff >> (len + 1));
+			for (k = 1; k < len; k++) {
+				unsigned char cc = (unsigned char)j->p[k];
+
+				if ((cc & 0xc0) != 0x80)
+					return false;
+				cp = (cp << 6) | (cc & 0x3f);
+			}
+			if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+			    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+				return false;
+			j->p += len;
+			continue;
+		}
+		j->p++;
+	}
+	return false;
+}
+
+static bool jc_number(struct json_check *j)
+{
+	const char *start = j->p;
+
+	if (j->p < j->end && *j->p == '-')
+		j->p++;
+	if (j->p >= j->end)
+		return false;
+	if (*j->p == '0') {
+		j->p++;
+	} else if (*j->p >= '1' && *j->p <= '9') {
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	} else {
+		return false;
+	}
+	if (j->p < j->end && *j->p == '.') {
+		j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return false;
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
+		j->p++;
+		if (j->p < j->end && (*j->p == '+' || *j->p == '-'))
+			j->p++;
+		if (j->p >= j->end || *j->p < '0' || *j->p > '9')
+			return false;
+		while (j->p < j->end && *j->p >= '0' && *j->p <= '9')
+			j->p++;
+	}
+	return j->p > start;
+}
+
+static bool jc_object(struct json_check *j)
+{
+	j->p++;
+	jc_ws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		return true;
+	}
+	for (;;) {
+		jc_ws(j);
+		if (!jc_string(j))
+			return false;
+		jc_ws(j);
+		if (j->p >= j->end || *j->p != ':')
+			return false;
+		j->p++;
+		if (!jc_value(j))
+			return false;
+		jc_ws(j);
+		if (j->p >= j->end)
+			return false;
+		if (*j->p == '}') {
+			j->p++;
+			return true;
+		}
+		if (*j->p != ',')
+			return false;
+		j->p++;
+	}
+}
+
+static bool jc_array(struct json_check *j)
+{
+	j->p++;
+	jc_ws(j);
+	if (j->p < j->end && *j->p == ']') {
+		j->p++;
+		return true;
+	}
+	for (;;) {
+		if (!jc_value(j))
+			return false;
+		jc_ws(j);
+		if (j->p >= j->end)
+			return false;
+		if (*j->p == ']') {
+			j->p++;
+			return true;
+		}
+		if (*j->p != ',')
+			return false;
+		j->p++;
+	}
+}
+
+static bool jc_value(struct json_check *j)
+{
+	bool ok;
+
+	jc_ws(j);
+	if (j->p >= j->end || ++j->depth > 64)
+		return false;
+	switch (*j->p) {
+	case '{':
+		ok = jc_object(j);
+		break;
+	case '[':
+		ok = jc_array(j);
+		break;
+	case '"':
+		ok = jc_string(j);
+		break;
+	case 't':
+		ok = jc_lit(j, "true");
+		break;
+	case 'f':
+		ok = jc_lit(j, "false");
+		break;
+	case 'n':
+		ok = jc_lit(j, "null");
+		break;
+	default:
+		ok = jc_number(j);
+		break;
+	}
+	j->depth--;
+	return ok;
+}
+
+/* One JSON object, then exactly one newline. */
+static bool json_valid(const char *s, size_t len)
+{
+	struct json_check j = { s, s + len, 0 };
+
+	if (len < 3 || s[0] != '{' || s[len - 1] != '\n' || strlen(s) != len)
+		return false;
+	if (!jc_value(&j))
+		return false;
+	return j.p == s + len - 1;
+}
+
+START_TEST(json_checker_rejects_bad_json)
+{
+	static const char *const bad[] = {
+		"{\n", "{\"a\":}\n", "{\"a\":1,}\n", "{\"a\":01}\n", "{\"a\":NaN}\n",
+		"{\"a\":\"\x01\"}\n", "{\"a\":\"\xff\"}\n", "{\"a\":\"\\x\"}\n", "{a:1}\n",
+		"{\"a\":1}", "{\"a\":1}\n\n", "{\"a\":\"\xed\xa0\x80\"}\n", "{\"a\":1.}\n",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!json_valid(bad[i], strlen(bad[i])), "accepted %s", bad[i]);
+	{
+		const char *good = "{\"a\":[1,-2.5e3,true,null,{}],\"b\":\"\\u00e9\xc3\xa9\"}\n";
+
+		ck_assert_msg(json_valid(good, strlen(good)), "rejected %s", good);
+	}
+}
+END_TEST
+
+/* ---- helpers --------------------------------------------------------- */
+
+static void assert_output(struct report *r, const char *expected)
+{
+	size_t len = 12345;
+	const char *out = report_finish(r, &len);
+
+	ck_assert_msg(out != NULL, "report_finish returned NULL");
+	ck_assert_msg(strcmp(out, expected) == 0, "output:\n%s\nexpected:\n%s", out, expected);
+	ck_assert_uint_eq(len, strlen(expected));
+}
+
+static void assert_valid_json(struct report *r)
+{
+	size_t len;
+	const char *out = report_finish(r, &len);
+
+	ck_assert_msg(out != NULL, "report_finish returned NULL");
+	ck_assert_msg(json_valid(out, len), "invalid JSON: %s", out);
+}
+
+/* The same tree for both renderings. */
+static void fill_stats(struct report *r)
+{
+	report_begin(r, "cache_internal");
+	report_u64(r, "current_active_connections", 4);
+	report_u64(r, "created", 12);
+	report_i64(r, "delta", -3);
+	report_end(r);
+	report_begin(r, "link");
+	report_str(r, "interface", "eth1");
+	report_bool(r, "up", true);
+	report_double(r, "loss_ratio", 0.125, 2);
+	report_begin(r, "tx");
+	report_u64(r, "bytes", UINT64_MAX);
+	report_end(r);
+	report_end(r);
+}
+
+/* ---- text ------------------------------------------------------------ */
+
+START_TEST(text_aligns_keys_per_section_and_nests)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	fill_stats(r);
+	assert_output(r,
+		"cache internal:\n"
+		"  current active connections: 4\n"
+		"  created:                    12\n"
+		"  delta:                      -3\n"
+		"\n"
+		"link:\n"
+		"  interface:  eth1\n"
+		"  up:         yes\n"
+		"  loss ratio: 0.12\n"
+		"  tx:\n"
+		"    bytes: 18446744073709551615\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(text_root_keys_and_control_chars)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	report_str(r, "a_b", "line\nbreak\ttab");
+	report_bool(r, "longer_key", false);
+	report_str(r, "nothing", NULL);
+	assert_output(r,
+		"a b:        line?break?tab\n"
+		"longer key: no\n"
+		"nothing:    \n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(text_empty_report_is_empty_string)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	assert_output(r, "");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(text_keeps_underscores_out_of_values)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	report_begin(r, "daemon");
+	report_str(r, "config", "/etc/ct_syncd/x_y.conf");
+	report_end(r);
+	assert_output(r, "daemon:\n  config: /etc/ct_syncd/x_y.conf\n");
+	report_free(r);
+}
+END_TEST
+
+/* ---- JSON ------------------------------------------------------------ */
+
+START_TEST(json_exact_nested_objects)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	fill_stats(r);
+	assert_output(r,
+		"{\"cache_internal\":{\"current_active_connections\":4,\"created\":12,"
+		"\"delta\":-3},\"link\":{\"interface\":\"eth1\",\"up\":true,"
+		"\"loss_ratio\":0.12,\"tx\":{\"bytes\":18446744073709551615}}}\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(json_empty_report_is_empty_object)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	assert_output(r, "{}\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(json_escapes_strings)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	report_str(r, "quote", "a\"b\\c/d");
+	report_str(r, "ctl", "\n\r\t\b\f\x01\x1f\x7f");
+	report_str(r, "utf8", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	report_str(r, "bad", "\xff\xc0\xaf\xed\xa0\x80\xe2\x82");
+	report_str(r, "k\"ey", NULL);
+	assert_output(r,
+		"{\"quote\":\"a\\\"b\\\\c/d\","
+		"\"ctl\":\"\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\","
+		"\"utf8\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
+		"\"bad\":\"\\u00ff\\u00c0\\u00af\\u00ed\\u00a0\\u0080\\u00e2\\u0082\","
+		"\"k\\\"ey\":null}\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(json_invalid_utf8_always_valid_json)
+{
+	/* Every single byte, and every byte pair, as a value. */
+	struct report *r = report_new(REPORT_JSON);
+	char s[3];
+	unsigned a, b;
+
+	for (a = 1; a < 256; a++) {
+		s[0] = (char)a;
+		s[1] = '\0';
+		report_str(r, "one", s);
+		for (b = 1; b < 256; b += 7) {
+			s[1] = (char)b;
+			s[2] = '\0';
+			report_str(r, "two", s);
+		}
+	}
+	assert_valid_json(r);
+	report_free(r);
+}
+END_TEST
+
+START_TEST(json_doubles)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	report_double(r, "a", 1.5, 2);
+	report_double(r, "b", 2.0 / 3.0, 0);
+	report_double(r, "c", -0.25, -4);
+	report_double(r, "d", NAN, 3);
+	report_double(r, "e", INFINITY, 3);
+	report_double(r, "f", -INFINITY, 3);
+	report_double(r, "g", 1e300, 1);
+	report_double(r, "h", 0.1, 40);
+	assert_valid_json(r);
+	{
+		const char *out = report_finish(r, NULL);
+
+		ck_assert_msg(strstr(out, "\"a\":1.50,\"b\":1,\"c\":-0,\"d\":null,\"e\":null,"
+				     "\"f\":null,") != NULL, "%s", out);
+		/* At most 17 decimals. */
+		ck_assert_msg(strstr(out, "\"h\":0.10000000000000001}") != NULL, "%s", out);
+	}
+	report_free(r);
+}
+END_TEST
+
+START_TEST(text_doubles_not_finite)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	report_double(r, "a", NAN, 1);
+	report_double(r, "b", INFINITY, 1);
+	report_double(r, "c", -INFINITY, 1);
+	report_double(r, "d", 3.14159, 3);
+	assert_output(r, "a: nan\nb: inf\nc: -inf\nd: 3.142\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(json_integers_extremes)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	report_i64(r, "min", INT64_MIN);
+	report_i64(r, "max", INT64_MAX);
+	report_u64(r, "zero", 0);
+	report_bool(r, "no", false);
+	assert_output(r, "{\"min\":-9223372036854775808,\"max\":9223372036854775807,"
+			 "\"zero\":0,\"no\":false}\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(unbalanced_sections_are_closed)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	report_end(r);                  /* ignored: nothing open */
+	report_begin(r, "a");
+	report_begin(r, "b");
+	report_u64(r, "x", 1);
+	assert_output(r, "{\"a\":{\"b\":{\"x\":1}}}\n");
+	report_free(r);
+
+	r = report_new(REPORT_TEXT);
+	report_end(r);
+	report_begin(r, "a");
+	report_u64(r, "x", 1);
+	assert_output(r, "a:\n  x: 1\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(finish_is_idempotent_and_final)
+{
+	struct report *r = report_new(REPORT_JSON);
+	const char *a, *b;
+
+	report_u64(r, "x", 1);
+	a = report_finish(r, NULL);
+	report_u64(r, "y", 2);           /* ignored after finish */
+	report_begin(r, "z");
+	b = report_finish(r, NULL);
+	ck_assert_ptr_eq(a, b);
+	ck_assert_str_eq(b, "{\"x\":1}\n");
+	report_free(r);
+	report_free(NULL);
+}
+END_TEST
+
+START_TEST(deep_and_large_reports)
+{
+	enum report_format fmt;
+
+	for (fmt = REPORT_TEXT; fmt <= REPORT_JSON; fmt++) {
+		struct report *r = report_new(fmt);
+		const char *out;
+		size_t len, lines = 0, i;
+		char key[32];
+
+		for (i = 0; i < 40; i++)
+			report_begin(r, "level");
+		for (i = 0; i < 5000; i++) {
+			snprintf(key, sizeof(key), "key_%zu", i);
+			report_u64(r, key, i);
+		}
+		for (i = 0; i < 40; i++)
+			report_end(r);
+		for (i = 0; i < 2000; i++) {
+			report_begin(r, "s");
+			report_str(r, "v", "x");
+			report_end(r);
+		}
+		out = report_finish(r, &len);
+		ck_assert_ptr_nonnull(out);
+		if (fmt == REPORT_JSON) {
+			ck_assert_msg(json_valid(out, len), "invalid JSON (%zu bytes)", len);
+		} else {
+			for (i = 0; i < len; i++)
+				lines += out[i] == '\n';
+			/* 40 + 5000 + 2000 * 2 lines, and a blank line before each "s". */
+			ck_assert_uint_eq(lines, 40 + 5000 + 4000 + 2000);
+		}
+		report_free(r);
+	}
+}
+END_TEST
+
+/* Make each allocation fail in turn: NULL from report_new or report_finish, never a crash. */
+START_TEST(allocation_failure_gives_null)
+{
+	enum report_format fmt;
+
+	for (fmt = REPORT_TEXT; fmt <= REPORT_JSON; fmt++) {
+		long n, null_finishes = 0;
+		bool saw_success = false;
+
+		for (n = 0; n < 200 && !saw_success; n++) {
+			struct report *r;
+			const char *out;
+			int i;
+
+			/* Armed only around report calls: Check allocates too. */
+			alloc_failures = 0;
+			alloc_countdown = n;
+			r = report_new(fmt);
+			if (r) {
+				for (i = 0; i < 300; i++) {
+					report_begin(r, "section_name");
+					report_u64(r, "some_counter", (uint64_t)i);
+					report_str(r, "text", "a value that takes some room in the buffer");
+					report_end(r);
+				}
+				out = report_finish(r, NULL);
+				alloc_countdown = -1;
+				if (alloc_failures) {
+					ck_assert_msg(out == NULL, "n=%ld: output despite a failure", n);
+					null_finishes++;
+				}
+				else
+					saw_success = out != NULL;
+				report_free(r);
+			} else {
+				alloc_countdown = -1;
+				ck_assert_int_gt(alloc_failures, 0);
+			}
+		}
+		ck_assert_msg(saw_success, "never succeeded within 200 allocations");
+		ck_assert_msg(null_finishes > 0, "no failure reached report_finish");
+	}
+}
+END_TEST
+
+static Suite *report_suite(void)
+{
+	Suite *s = suite_create("report");
+	TCase *tc;
+
+	tc = tcase_create("text");
+	tcase_add_test(tc, text_aligns_keys_per_section_and_nests);
+	tcase_add_test(tc, text_root_keys_and_control_chars);
+	tcase_add_test(tc, text_empty_report_is_empty_string);
+	tcase_add_test(tc, text_keeps_underscores_out_of_values);
+	tcase_add_test(tc, text_doubles_not_finite);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("json");
+	tcase_add_test(tc, json_checker_rejects_bad_json);
+	tcase_add_test(tc, json_exact_nested_objects);
+	tcase_add_test(tc, json_empty_report_is_empty_object);
+	tcase_add_test(tc, json_escapes_strings);
+	tcase_add_test(tc, json_invalid_utf8_always_valid_json);
+	tcase_add_test(tc, json_doubles);
+	tcase_add_test(tc, json_integers_extremes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("robustness");
+	tcase_add_test(tc, unbalanced_sections_are_closed);
+	tcase_add_test(tc, finish_is_idempotent_and_final);
+	tcase_add_test(tc, deep_and_large_reports);
+	tcase_add_test(tc, allocation_failure_gives_null);
+	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(report_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
