@@ -18,3 +18,4 @@ tests_fuzz_fuzz_control_SOURCES = tests/fuzz/fuzz_control.c tests/fuzz/standalon
 tests_fuzz_fuzz_control_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"control"'
 tests_fuzz_fuzz_control_LDADD = $(CTSYNCD_LIBS)
 EXTRA_DIST += tests/fuzz/corpus/control
+EXTRA_DIST += tests/integration/lifecycle.sh

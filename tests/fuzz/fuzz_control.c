@@ -114,12 +114,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!loop)
 		setup_once();
 	for (size_t off = 0, n = 0; off < size && n < 16; n++) {
+		/* The first byte picks the request's length: 0..8 bytes. */
+		size_t want = data[off++] % 9;
 		size_t len = size - off;
 
-		/* The first byte picks the request's length: 0..8 bytes. */
-		size_t want = data[off] % 9;
-
-		off++;
 		if (want < len)
 			len = want;
 		one_request(data + off, len);
