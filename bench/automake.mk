@@ -1,0 +1,12 @@
+# bench/: the benchmark's tools (not installed, not part of the daemon).
+# ctload, the load generator: batched ctnetlink create/update/delete, the
+# counting dump, flush and one event listener.  See bench/README.md.
+noinst_PROGRAMS = bench/ctload
+bench_ctload_SOURCES = bench/ctload.c bench/ctload.h bench/ctload-ct.c bench/ctload-listen.c
+bench_ctload_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
+bench_ctload_LDADD = $(LIBMNL_LIBS)
+EXTRA_DIST += bench/README.md
+
+# Needs root: it creates its own network namespace.
+TESTS += tests/integration/ctload.sh
+EXTRA_DIST += tests/integration/ctload.sh
