@@ -4,7 +4,6 @@ noinst_HEADERS = \
 	include/config.h \
 	include/control_proto.h \
 	include/control_server.h \
-	include/flow.h \
 	include/log.h \
 	include/loop.h \
 	include/report.h
