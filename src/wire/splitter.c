@@ -1,0 +1,80 @@
+/*
+ * splitter.c - cut a datagram or a TCP stream into messages, with 1.4.7's
+ * framing checks in 1.4.7's order (§1.8 steps 1-5).
+ */
+#include "tlv.h"
+
+void wire_split_init(struct wire_split *s, const void *buf, size_t len, bool stream)
+{
+	s->buf = buf;
+	s->len = len;
+	s->off = 0;
+	s->stream = stream;
+	s->stopped = false;
+	s->stop_status = WIRE_SPLIT_END;
+	s->stop_reason = WIRE_OK;
+}
+
+size_t wire_split_offset(const struct wire_split *s)
+{
+	return s->off;
+}
+
+static enum wire_split_status stop(struct wire_split *s, struct wire_msg *m,
+				   enum wire_split_status st, enum wire_reason r)
+{
+	s->stopped = true;
+	s->stop_status = st;
+	s->stop_reason = r;
+	m->reason = r;
+	return st;
+}
+
+/*
+ * A datagram ends for good at a framing error; a stream only lacks bytes
+ * when the message could still be completed by the next read.
+ */
+static enum wire_split_status short_input(struct wire_split *s, struct wire_msg *m,
+					  enum wire_reason r)
+{
+	return stop(s, m, s->stream ? WIRE_SPLIT_MORE : WIRE_SPLIT_ERROR, s->stream ? WIRE_OK : r);
+}
+
+enum wire_split_status wire_split_next(struct wire_split *s, struct wire_msg *m)
+{
+	const uint8_t *p = s->buf + s->off;
+	size_t left = s->len - s->off;
+	struct wire_hdr *h = &m->hdr;
+
+	if (s->stopped) {
+		m->reason = s->stop_reason;
+		return s->stop_status;
+	}
+	if (left == 0)
+		return stop(s, m, WIRE_SPLIT_END, WIRE_OK);
+	/* 1: not even a header. */
+	if (wire_hdr_decode(p, left, h) != WIRE_OK)
+		return short_input(s, m, WIRE_R_TRUNCATED);
+	/* 2: a zero length would loop forever; 1.4.7 drops the rest. */
+	if (h->len == 0)
+		return stop(s, m, WIRE_SPLIT_ERROR, WIRE_R_BAD_SIZE);
+	/* 3 */
+	if (h->len > left)
+		return short_input(s, m, WIRE_R_BAD_SIZE);
+	/* 4: the 16-byte forms of ACK, NACK and RESYNC. */
+	if (h->type == WIRE_T_CTL && (h->flags & WIRE_F_RANGE_MASK)) {
+		if (left < WIRE_CTL_RANGE_LEN && !s->stream)
+			return stop(s, m, WIRE_SPLIT_ERROR, WIRE_R_TRUNCATED);
+		if (h->len < WIRE_CTL_RANGE_LEN)
+			return stop(s, m, WIRE_SPLIT_ERROR, WIRE_R_BAD_SIZE);
+	} else if (h->len < WIRE_HDR_LEN) {
+		return stop(s, m, WIRE_SPLIT_ERROR, WIRE_R_BAD_SIZE);
+	}
+	m->data = p;
+	m->len = h->len;
+	m->kind = wire_classify(h);
+	/* 5: a foreign version is skipped before sequence tracking sees it. */
+	m->reason = h->version == WIRE_VERSION ? WIRE_OK : WIRE_R_WRONG_VERSION;
+	s->off += h->len;
+	return WIRE_SPLIT_MSG;
+}
