@@ -4,8 +4,9 @@ libctsyncd_a_SOURCES += src/flow/flow.c \
 	src/flow/arena.c src/flow/arena.h \
 	src/flow/labels.c src/flow/labels.h \
 	src/flow/table.c \
-	src/flow/filter.c
-noinst_HEADERS += include/flow.h include/flow_table.h include/flow_filter.h
+	src/flow/filter.c \
+	src/flow/format.c
+noinst_HEADERS += include/flow.h include/flow_table.h include/flow_filter.h include/flow_format.h
 
 check_PROGRAMS += tests/unit/check_flow_table tests/unit/check_flow_filter
 TESTS += tests/unit/check_flow_table tests/unit/check_flow_filter
@@ -23,3 +24,8 @@ tests_unit_check_flow_filter_LDADD = $(UNIT_LIBS)
 check_PROGRAMS += bench/table-bench
 bench_table_bench_SOURCES = bench/table-bench.c
 bench_table_bench_LDADD = libctsyncd.a
+
+check_PROGRAMS += tests/unit/check_flow_format
+TESTS += tests/unit/check_flow_format
+tests_unit_check_flow_format_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_flow_format_LDADD = $(UNIT_LIBS)

@@ -1,0 +1,38 @@
+/*
+ * flow_format.h - a flow as one line of text, in the shape of
+ * `conntrack -L` and `conntrackd -i/-e`:
+ *
+ *   tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80
+ *       src=10.0.0.2 dst=10.0.0.1 sport=80 dport=1234 [ASSURED] mark=7 zone=5
+ *
+ * (one line).  Pure: writes into a caller's buffer.
+ */
+#ifndef CTSYNCD_FLOW_FORMAT_H
+#define CTSYNCD_FLOW_FORMAT_H
+
+#include <stddef.h>
+
+#include "flow.h"
+
+enum flow_format_opt {
+	FLOW_FMT_TIMEOUT = 1u << 0,   /* the remaining timeout after the protocol number */
+	FLOW_FMT_REPLY   = 1u << 1,   /* the reply tuple, rebuilt from the original and NAT */
+};
+
+/* Longest line flow_format() writes, NUL included (labels print as a hex mask). */
+#define FLOW_FORMAT_MAX 4096
+
+/*
+ * Format `f` (labels are read only when FLOW_A_LABELS) into `buf`.
+ * Returns the length written without the NUL, as snprintf: a return of
+ * `cap` or more means the line was cut.  No newline is added.
+ */
+int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts);
+
+/* The reply tuple of a flow: the original inverted, with the NAT addresses and ports. */
+void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *reply);
+
+/* "ESTABLISHED", "COOKIE_WAIT", ... for the flow's protocol, or NULL if none. */
+const char *flow_state_name(uint8_t l4proto, uint8_t state);
+
+#endif

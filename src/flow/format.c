@@ -1,0 +1,186 @@
+/*
+ * format.c - flows as text lines, for dumps (-i, -e) and logs.
+ */
+#include "flow_format.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+
+struct out {
+	char *buf;
+	size_t cap;
+	size_t len;         /* what would have been written, as snprintf counts */
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	size_t room = o->len < o->cap ? o->cap - o->len : 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len += (size_t)n;
+}
+
+static const char *const tcp_states[] = {
+	"NONE", "SYN_SENT", "SYN_RECV", "ESTABLISHED", "FIN_WAIT", "CLOSE_WAIT",
+	"LAST_ACK", "TIME_WAIT", "CLOSE", "SYN_SENT2",
+};
+
+static const char *const sctp_states[] = {
+	"NONE", "CLOSED", "COOKIE_WAIT", "COOKIE_ECHOED", "ESTABLISHED", "SHUTDOWN_SENT",
+	"SHUTDOWN_RECD", "SHUTDOWN_ACK_SENT", "HEARTBEAT_SENT", "HEARTBEAT_ACKED",
+};
+
+static const char *const dccp_states[] = {
+	"NONE", "REQUEST", "RESPOND", "PARTOPEN", "OPEN", "CLOSEREQ", "CLOSING",
+	"TIMEWAIT", "IGNORE", "INVALID",
+};
+
+#define NAME_AT(table, i) ((i) < sizeof(table) / sizeof(table[0]) ? table[i] : NULL)
+
+const char *flow_state_name(uint8_t l4proto, uint8_t state)
+{
+	switch (l4proto) {
+	case IPPROTO_TCP:
+		return NAME_AT(tcp_states, state);
+	case IPPROTO_SCTP:
+		return NAME_AT(sctp_states, state);
+	case IPPROTO_DCCP:
+		return NAME_AT(dccp_states, state);
+	}
+	return NULL;
+}
+
+static const char *proto_name(uint8_t p)
+{
+	switch (p) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_UDPLITE:
+		return "udplite";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	case IPPROTO_SCTP:
+		return "sctp";
+	case IPPROTO_DCCP:
+		return "dccp";
+	case IPPROTO_GRE:
+		return "gre";
+	}
+	return "unknown";
+}
+
+/* The answer to an ICMP query type, as the kernel pairs them; 0xff if none. */
+static uint8_t icmp_reply_type(uint8_t family, uint8_t type)
+{
+	if (family == AF_INET) {
+		switch (type) {
+		case 8: return 0;      /* echo */
+		case 13: return 14;    /* timestamp */
+		case 15: return 16;    /* information */
+		case 17: return 18;    /* address mask */
+		}
+	} else {
+		switch (type) {
+		case 128: return 129;  /* echo */
+		case 130: return 131;  /* multicast listener query */
+		}
+	}
+	return 0xff;
+}
+
+void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *r)
+{
+	const struct flow *o = &f->flow;
+
+	memset(r, 0, sizeof(*r));
+	r->family = o->orig.family;
+	r->l4proto = o->orig.l4proto;
+	r->zone = o->orig.zone;
+	r->src = (o->attrs & FLOW_A_DNAT) ? f->ext.dnat : o->orig.dst;
+	r->dst = (o->attrs & FLOW_A_SNAT) ? f->ext.snat : o->orig.src;
+	if (o->attrs & FLOW_A_ICMP) {
+		r->l4.icmp.id = o->orig.l4.icmp.id;
+		r->l4.icmp.type = icmp_reply_type(o->orig.family, o->orig.l4.icmp.type);
+		r->l4.icmp.code = o->orig.l4.icmp.code;
+	} else if (o->attrs & FLOW_A_PORTS) {
+		r->l4.port.sport = (o->attrs & FLOW_A_DPAT) ? f->ext.dpat : o->orig.l4.port.dport;
+		r->l4.port.dport = (o->attrs & FLOW_A_SPAT) ? f->ext.spat : o->orig.l4.port.sport;
+	}
+}
+
+static void put_tuple(struct out *o, const struct flow_tuple *t, unsigned attrs)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	int af = t->family == AF_INET6 ? AF_INET6 : AF_INET;
+
+	inet_ntop(af, &t->src, src, sizeof(src));
+	inet_ntop(af, &t->dst, dst, sizeof(dst));
+	put(o, " src=%s dst=%s", src, dst);
+	if (attrs & FLOW_A_ICMP)
+		put(o, " type=%u code=%u id=%u", t->l4.icmp.type, t->l4.icmp.code, ntohs(t->l4.icmp.id));
+	else if (attrs & FLOW_A_PORTS)
+		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+}
+
+int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
+{
+	const struct flow *fl = &f->flow;
+	struct out o = { .buf = buf, .cap = cap };
+	const char *state = NULL;
+
+	if (cap)
+		buf[0] = '\0';
+	put(&o, "%-8s %u", proto_name(fl->orig.l4proto), fl->orig.l4proto);
+	if (opts & FLOW_FMT_TIMEOUT)
+		put(&o, " %u", fl->timeout);
+	if (fl->attrs & FLOW_A_PROTO_STATE)
+		state = flow_state_name(fl->orig.l4proto, fl->proto_state);
+	if (state)
+		put(&o, " %s", state);
+	put_tuple(&o, &fl->orig, fl->attrs);
+	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
+		put(&o, " [UNREPLIED]");
+	if (opts & FLOW_FMT_REPLY) {
+		struct flow_tuple reply;
+
+		flow_reply_tuple(f, &reply);
+		put_tuple(&o, &reply, fl->attrs);
+	}
+	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
+		put(&o, " [ASSURED]");
+	put(&o, " mark=%u", fl->mark);
+	if (fl->orig.zone)
+		put(&o, " zone=%u", fl->orig.zone);
+	if (fl->attrs & FLOW_A_HELPER)
+		put(&o, " helper=%s", f->ext.helper);
+	if ((fl->attrs & FLOW_A_LABELS) && f->labels.words) {
+		/* The label bitmap as one hex number, most significant word first. */
+		put(&o, " labels=0x");
+		for (unsigned i = f->labels.words; i-- > 0;)
+			put(&o, "%08x", f->labels.w[i]);
+	}
+	if (fl->attrs & FLOW_A_MASTER) {
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+		int af = f->ext.master.family == AF_INET6 ? AF_INET6 : AF_INET;
+
+		inet_ntop(af, &f->ext.master.src, src, sizeof(src));
+		inet_ntop(af, &f->ext.master.dst, dst, sizeof(dst));
+		put(&o, " master=%s:%s-%s", proto_name(f->ext.master.l4proto), src, dst);
+	}
+	return (int)o.len;
+}

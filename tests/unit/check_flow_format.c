@@ -1,0 +1,155 @@
+/*
+ * check_flow_format.c - flows as conntrack-style text lines.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+
+#include "flow_format.h"
+
+static struct flow_full ff;
+
+static void tcp_flow(void)
+{
+	memset(&ff, 0, sizeof(ff));
+	ff.flow.orig.family = AF_INET;
+	ff.flow.orig.l4proto = IPPROTO_TCP;
+	inet_pton(AF_INET, "10.0.0.1", &ff.flow.orig.src);
+	inet_pton(AF_INET, "10.0.0.2", &ff.flow.orig.dst);
+	ff.flow.orig.l4.port.sport = htons(1234);
+	ff.flow.orig.l4.port.dport = htons(80);
+	ff.flow.attrs = FLOW_A_PORTS | FLOW_A_STATUS | FLOW_A_TIMEOUT | FLOW_A_MARK | FLOW_A_PROTO_STATE;
+	ff.flow.status = IPS_SEEN_REPLY | IPS_ASSURED | IPS_CONFIRMED;
+	ff.flow.timeout = 300;
+	ff.flow.mark = 7;
+	ff.flow.proto_state = 3;
+}
+
+START_TEST(formats_tcp_with_reply_and_timeout)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY | FLOW_FMT_TIMEOUT);
+	ck_assert_str_eq(line, "tcp      6 300 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "src=10.0.0.2 dst=10.0.0.1 sport=80 dport=1234 [ASSURED] mark=7");
+}
+END_TEST
+
+START_TEST(external_form_has_no_reply_nor_timeout)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.zone = 5;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[ASSURED] mark=7 zone=5");
+}
+END_TEST
+
+START_TEST(reply_tuple_applies_snat_and_port)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_UDP;
+	ff.flow.attrs &= ~FLOW_A_PROTO_STATE;
+	ff.flow.attrs |= FLOW_A_SNAT | FLOW_A_SPAT;
+	ff.flow.status = IPS_CONFIRMED | IPS_SRC_NAT | IPS_SRC_NAT_DONE;
+	inet_pton(AF_INET, "192.168.1.1", &ff.ext.snat);
+	ff.ext.spat = htons(4000);
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "udp      17 src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 [UNREPLIED] "
+			       "src=10.0.0.2 dst=192.168.1.1 sport=80 dport=4000 mark=7");
+}
+END_TEST
+
+START_TEST(icmp_reply_type_is_the_answer)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_ICMP;
+	ff.flow.orig.l4.raw = 0;
+	ff.flow.orig.l4.icmp.type = 8;
+	ff.flow.orig.l4.icmp.id = htons(4660);
+	ff.flow.attrs = FLOW_A_ICMP | FLOW_A_STATUS;
+	ff.flow.mark = 0;
+	ff.flow.status = IPS_SEEN_REPLY;
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "icmp     1 src=10.0.0.1 dst=10.0.0.2 type=8 code=0 id=4660 "
+			       "src=10.0.0.2 dst=10.0.0.1 type=0 code=0 id=4660 mark=0");
+}
+END_TEST
+
+START_TEST(ipv6_labels_and_helper)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	memset(&ff.flow.orig.src, 0, 32);
+	ff.flow.orig.family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::1", &ff.flow.orig.src);
+	inet_pton(AF_INET6, "2001:db8::2", &ff.flow.orig.dst);
+	ff.flow.attrs |= FLOW_A_LABELS | FLOW_A_HELPER;
+	strcpy(ff.ext.helper, "ftp");
+	ff.labels.words = 2;
+	ff.labels.w[0] = 0x5;
+	ff.labels.w[1] = 0x1;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=2001:db8::1 dst=2001:db8::2 sport=1234 dport=80 "
+			       "[ASSURED] mark=7 helper=ftp labels=0x0000000100000005");
+}
+END_TEST
+
+START_TEST(short_buffer_is_cut_like_snprintf)
+{
+	char full[FLOW_FORMAT_MAX], small[16];
+	int want, got;
+
+	tcp_flow();
+	want = flow_format(full, sizeof(full), &ff, FLOW_FMT_REPLY);
+	memset(small, 'x', sizeof(small));
+	got = flow_format(small, sizeof(small), &ff, FLOW_FMT_REPLY);
+	ck_assert_int_eq(got, want);
+	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+	ck_assert(strncmp(small, full, sizeof(small) - 1) == 0);
+	ck_assert_int_eq(flow_format(NULL, 0, &ff, FLOW_FMT_REPLY), want);
+}
+END_TEST
+
+START_TEST(state_names_per_protocol)
+{
+	ck_assert_str_eq(flow_state_name(IPPROTO_TCP, 7), "TIME_WAIT");
+	ck_assert_str_eq(flow_state_name(IPPROTO_SCTP, 4), "ESTABLISHED");
+	ck_assert_str_eq(flow_state_name(IPPROTO_DCCP, 4), "OPEN");
+	ck_assert_ptr_null(flow_state_name(IPPROTO_TCP, 200));
+	ck_assert_ptr_null(flow_state_name(IPPROTO_UDP, 1));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("flow_format");
+	TCase *tc = tcase_create("lines");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, formats_tcp_with_reply_and_timeout);
+	tcase_add_test(tc, external_form_has_no_reply_nor_timeout);
+	tcase_add_test(tc, reply_tuple_applies_snat_and_port);
+	tcase_add_test(tc, icmp_reply_type_is_the_answer);
+	tcase_add_test(tc, ipv6_labels_and_helper);
+	tcase_add_test(tc, short_buffer_is_cut_like_snprintf);
+	tcase_add_test(tc, state_names_per_protocol);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
