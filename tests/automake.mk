@@ -19,3 +19,5 @@ tests_fuzz_fuzz_control_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"control"'
 tests_fuzz_fuzz_control_LDADD = $(CTSYNCD_LIBS)
 EXTRA_DIST += tests/fuzz/corpus/control
 EXTRA_DIST += tests/integration/lifecycle.sh
+TESTS += tests/integration/caches.sh
+EXTRA_DIST += tests/integration/caches.sh

@@ -15,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "caches.h"
 #include "config.h"
 #include "control_server.h"
 #include "lockfile.h"
@@ -32,6 +34,7 @@ struct daemon {
 	const struct config *cfg;
 	struct loop *loop;
 	struct control_server *ctl;
+	struct caches *caches;
 	struct lockfile lock;
 	struct loop_timer *watchdog;
 	struct requests_ctx requests;
@@ -160,6 +163,28 @@ static int open_control(struct daemon *d)
 	return err;
 }
 
+/* The internal and external caches, and the kernel side that feeds them. */
+static int start_caches(struct daemon *d)
+{
+	uint32_t seed;
+	int err;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = (uint32_t)getpid() ^ (uint32_t)time(NULL);
+	err = caches_new(&d->caches, d->cfg, d->loop, seed);
+	if (err < 0) {
+		log_error("cannot set up the caches: %s", strerror(-err));
+		return err;
+	}
+	d->requests.caches = d->caches;
+	if (d->ctl && (err = caches_register(d->caches, d->ctl)) < 0)
+		return err;
+	err = caches_start(d->caches);
+	if (err < 0)
+		log_error("cannot follow the kernel's connection tracking: %s", strerror(-err));
+	return err;
+}
+
 static int start(struct daemon *d, bool detach)
 {
 	const struct config *cfg = d->cfg;
@@ -214,13 +239,22 @@ static int start(struct daemon *d, bool detach)
 		}
 	}
 	requests_init(&d->requests, cfg, d->loop);
-	return open_control(d);
+	err = open_control(d);
+	if (err < 0)
+		return err;
+	if (cfg->role != CONFIG_ROLE_NONE)
+		return start_caches(d);
+	return 0;
 }
 
 static void stop(struct daemon *d)
 {
 	if (d->cfg->general.systemd)
 		notify_stopping();
+	/* Subsystems first: they answer their waiting clients before the socket closes. */
+	caches_free(d->caches);
+	d->caches = NULL;
+	d->requests.caches = NULL;
 	control_server_close(d->ctl);
 	d->ctl = NULL;
 	loop_timer_free(d->watchdog);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "caches.h"
 #include "config.h"
 #include "control_server.h"
 #include "log.h"
@@ -93,10 +94,10 @@ static const char *unavailable_reason(const struct config *cfg, enum need need)
 		return "expectation sync is off (Sync { Options { ExpectationSync on } })";
 	switch (need) {
 	case NEED_KERNEL:
-	case NEED_EXPECT:
-		return "the kernel table (ctnetlink) is not implemented in this version of ctsyncd";
 	case NEED_EXTERNAL:
-		return "the external cache is not implemented in this version of ctsyncd";
+		return "not implemented in this version of ctsyncd";
+	case NEED_EXPECT:
+		return "expectations are not replicated by this version of ctsyncd";
 	case NEED_SYNC:
 		return "the sync protocol is not implemented in this version of ctsyncd";
 	}
@@ -185,6 +186,8 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	if (!r)
 		return CONTROL_DONE;
 	report_daemon(ctx, r);
+	if (ctx->caches)
+		caches_report(ctx->caches, r);
 	report_control(ctx, r);
 	send_report(req, r);
 	report_free(r);

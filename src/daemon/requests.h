@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
+struct caches;
 struct config;
 struct control_server;
 struct loop;
@@ -19,6 +20,7 @@ struct requests_ctx {
 	const struct config *cfg;
 	struct loop *loop;
 	struct control_server *ctl;
+	struct caches *caches;      /* NULL without Sync or Stats */
 	uint64_t started_ms;        /* loop clock at start */
 	time_t started_wall;
 };

@@ -36,6 +36,9 @@ CONF
 }
 
 lock_pid() { head -n1 "$LOCK" 2>/dev/null; }
+# The daemon follows the kernel's conntrack table: give it a namespace of its own.
+NS=$(make_netns fw)
+in_ns() { ip netns exec "$NS" "$@"; }
 socket_ready() { [[ -S $SOCK ]] && "$CTSYNCD" -C "$CONF" -s >/dev/null 2>&1; }
 
 write_conf off
@@ -61,7 +64,7 @@ check "client without a daemon fails with status 1 (rc=$rc)" test $rc -eq 1
 check "and says it cannot connect: $out" contains "$out" connect
 
 # --- start with -d: returns only once the socket answers ---------------------
-"$CTSYNCD" -C "$CONF" -d; rc=$?
+in_ns "$CTSYNCD" -C "$CONF" -d; rc=$?
 check "-d returns 0 once the daemon is ready (rc=$rc)" test $rc -eq 0
 pid=$(lock_pid)
 [[ -n $pid ]] && track_pid "$pid"
@@ -88,14 +91,14 @@ check "and prints ctsyncd's statistics" contains "$out" uptime
 out=$(conntrackd -C "$CONF" -s runtime 2>&1)
 check "conntrackd -s runtime works too" contains "$out" uptime
 
-out=$("$CTSYNCD" -C "$CONF" -c 2>&1); rc=$?
-check "-c without the kernel side exits 1 (rc=$rc)" test $rc -eq 1
+out=$("$CTSYNCD" -C "$CONF" -B 2>&1); rc=$?
+check "-B without the sync protocol exits 1 (rc=$rc)" test $rc -eq 1
 check "and says why: $out" contains "$out" 'not available' 
-out=$(conntrackd -C "$CONF" -c 2>&1); rc=$?
+out=$(conntrackd -C "$CONF" -B 2>&1); rc=$?
 check "conntrackd's client gets the same explanation: $out" contains "$out" 'not available' 
 
 # --- a second instance with the same lock is refused ---------------------------
-out=$("$CTSYNCD" -C "$CONF" 2>&1); rc=$?
+out=$(in_ns "$CTSYNCD" -C "$CONF" 2>&1); rc=$?
 check "a second daemon with the same lock file is refused (rc=$rc)" test $rc -eq 1
 check "naming the live owner: $out" contains "$out" "held by a running daemon \(pid $pid\)"
 check "the first daemon is unharmed" socket_ready
@@ -110,12 +113,12 @@ check "the log has conntrackd's line format" \
 	grep -Eq '^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]{2} [0-9:]{8} [0-9]{4}\] \(pid=[0-9]+\) \[notice\] ' "$LOGF"
 
 # --- a crash leaves a stale lock and socket; the next start takes them over ------
-"$CTSYNCD" -C "$CONF" -d
+in_ns "$CTSYNCD" -C "$CONF" -d
 pid=$(lock_pid); track_pid "$pid"
 kill -KILL "$pid"
 wait_until 5 pid_gone "$pid"
 check "SIGKILL leaves the lock file and socket behind" test -e "$LOCK" -a -S "$SOCK"
-"$CTSYNCD" -C "$CONF" -d 2>"$WORK/restart.err"; rc=$?
+in_ns "$CTSYNCD" -C "$CONF" -d 2>"$WORK/restart.err"; rc=$?
 check "a start after a crash succeeds (rc=$rc)" test $rc -eq 0
 pid2=$(lock_pid); track_pid "$pid2"
 check "and warns about the stale lock of pid $pid" grep -q "left by pid $pid" "$WORK/restart.err"
@@ -125,7 +128,7 @@ check "SIGTERM stops it" wait_until 5 pid_gone "$pid2"
 check "SIGTERM removed the lock file and socket" test ! -e "$LOCK" -a ! -e "$SOCK"
 
 # --- foreground, SIGINT --------------------------------------------------------------
-"$CTSYNCD" -C "$CONF" 2>"$WORK/fg.err" &
+ip netns exec "$NS" "$CTSYNCD" -C "$CONF" 2>"$WORK/fg.err" &
 fg=$!; track_pid "$fg"
 check "the foreground daemon comes up" wait_until 5 socket_ready
 kill -INT "$fg"
@@ -152,7 +155,7 @@ except socket.timeout:
 PY
 	listener=$!; track_pid "$listener"
 	wait_until 5 test -S "$WORK/notify.sock"
-	NOTIFY_SOCKET=$WORK/notify.sock "$CTSYNCD" -C "$CONF" 2>/dev/null &
+	NOTIFY_SOCKET=$WORK/notify.sock ip netns exec "$NS" "$CTSYNCD" -C "$CONF" 2>/dev/null &
 	fg=$!; track_pid "$fg"
 	check "READY=1 is sent once the socket answers" wait_until 5 grep -q 'READY=1' "$WORK/notify.out"
 	check "...and the daemon answers by then" socket_ready

@@ -1,0 +1,1061 @@
+/*
+ * caches.c - internal and external caches and their kernel side.
+ *
+ * Events and dumps fill the internal cache; the peer fills the external
+ * one; a commit writes the external cache into the kernel through the
+ * batched writer, in slices, while the loop keeps serving.  The commit's
+ * own events are dropped in the kernel by a socket filter on the event
+ * socket, so a commit of a million states can neither overrun that socket
+ * nor echo the states back to the peer (conntrackd 1.4.7 did both).
+ */
+#include "build-config.h"
+#include "caches.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "control_server.h"
+#include "flow_filter.h"
+#include "flow_format.h"
+#include "flow_table.h"
+#include "log.h"
+#include "loop.h"
+#include "report.h"
+#include "wire_format.h"
+
+#define MAX_WAITERS 8
+#define DEFAULT_COMMIT_TIMEOUT 60u   /* s, when a state carries no usable timeout */
+#define INJECT_RING 4096             /* more than the requests of one writer batch */
+#define INJECT_COOKIE (1ull << 63)
+
+/* A directly injected state, kept until its batch is answered. */
+struct inject_slot {
+	uint64_t cookie;
+	struct flow flow;
+	struct flow_ext ext;
+};
+
+enum load_kind {
+	LOAD_STARTUP,     /* fill the internal cache, tell nobody */
+	LOAD_REDUMP,      /* -R: refresh from the kernel, tell nobody, sweep what vanished */
+	LOAD_RESYNC,      /* after an overrun: refresh, tell the listener, sweep */
+};
+
+struct waiters {
+	struct control_request *req[MAX_WAITERS];
+	unsigned n;
+};
+
+struct cache_counters {
+	uint64_t events_new, events_update, events_destroy, events_filtered, events_unknown;
+	uint64_t remote_new, remote_update, remote_delete, remote_delete_unknown, remote_failed;
+	uint64_t commits, committed_ok, committed_updated, committed_failed;
+	uint64_t injected_ok, injected_failed;
+	uint64_t resyncs, swept;
+	uint64_t purges, purged;
+};
+
+struct caches {
+	const struct config *cfg;
+	struct loop *loop;
+	struct flow_table *internal;
+	struct flow_table *external;
+	struct flow_filter *filter;
+	struct kernel_events *events;
+	struct kernel_writer *writer;
+	struct caches_listener listener;
+	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
+	struct cache_counters n;
+
+	/* the current load from the kernel (startup, -R, overrun resync) */
+	struct kernel_dump *dump;
+	enum load_kind load;
+	uint8_t *seen;                    /* bitmap of internal handles the dump delivered */
+	size_t seen_bytes;
+	uint64_t load_started_ms;
+	struct waiters load_waiters;
+	bool resync_again;                /* another overrun during the resync */
+
+	/* the commit in progress */
+	bool committing;
+	int commit_pass;                  /* 0: plain states, 1: related ones */
+	uint32_t commit_cursor;
+	uint64_t commit_started_ms;
+	struct kernel_write_stats commit_stats;
+	uint64_t commit_updated;
+	struct waiters commit_waiters;
+
+	/* direct injection (DisableExternalCache) */
+	struct inject_slot *inject_ring;
+	uint64_t inject_seq;
+
+	/* the kernel flush / purge in progress, and the scheduled purge (-t) */
+	bool purging;
+	struct waiters purge_waiters;
+	struct loop_timer *purge_timer;
+};
+
+static uint32_t now_s(const struct caches *c)
+{
+	return (uint32_t)(loop_now_ms(c->loop) / 1000u);
+}
+
+static void finish_all(struct waiters *w, enum ctl_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void finish_all(struct waiters *w, enum ctl_status status, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	for (unsigned i = 0; i < w->n; i++) {
+		control_request_printf(w->req[i], "%s\n", text);
+		control_request_finish(w->req[i], status);
+	}
+	w->n = 0;
+}
+
+/* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
+static enum control_result wait_for(struct waiters *w, struct control_request *req)
+{
+	if (w->n == MAX_WAITERS) {
+		control_request_printf(req, "ctsyncd: too many clients waiting for this operation\n");
+		control_request_set_status(req, CTL_STATUS_BUSY);
+		return CONTROL_DONE;
+	}
+	w->req[w->n++] = req;
+	return CONTROL_PENDING;
+}
+
+/* ---- the internal cache from kernel events and dumps ------------------------ */
+
+static void tell(struct caches *c, uint32_t handle, enum kernel_event ev)
+{
+	if (c->listener.changed)
+		c->listener.changed(c->listener.arg, handle, ev);
+}
+
+/*
+ * An UPDATE event carries only what changed (kernel.h): lay it over the
+ * cached state, so that a partial event never erases protocol state, NAT
+ * or labels that the peer needs.
+ */
+static void merge_update(struct flow_full *cur, const struct flow_full *ev)
+{
+	const struct flow *e = &ev->flow;
+	struct flow *f = &cur->flow;
+	uint32_t a = e->attrs;
+
+	if (a & FLOW_A_STATUS)
+		f->status = e->status;
+	if (a & FLOW_A_TIMEOUT)
+		f->timeout = e->timeout;
+	if (a & FLOW_A_MARK)
+		f->mark = e->mark;
+	if (a & FLOW_A_PROTO_STATE)
+		f->proto_state = e->proto_state;
+	if (a & FLOW_A_DCCP_ROLE)
+		f->dccp_role = e->dccp_role;
+	if (a & FLOW_A_WSCALE) {
+		f->wscale_orig = e->wscale_orig;
+		f->wscale_repl = e->wscale_repl;
+	}
+	if (a & (FLOW_A_SNAT | FLOW_A_SPAT | FLOW_A_DNAT | FLOW_A_DPAT)) {
+		/* The reply tuple is in every event: NAT as derived from it is complete. */
+		f->attrs &= ~(FLOW_A_SNAT | FLOW_A_SPAT | FLOW_A_DNAT | FLOW_A_DPAT);
+		cur->ext.snat = ev->ext.snat;
+		cur->ext.dnat = ev->ext.dnat;
+		cur->ext.spat = ev->ext.spat;
+		cur->ext.dpat = ev->ext.dpat;
+	}
+	if (a & FLOW_A_NAT_SEQ)
+		memcpy(cur->ext.nat_seq, ev->ext.nat_seq, sizeof(cur->ext.nat_seq));
+	if (a & FLOW_A_SCTP_VTAGS) {
+		cur->ext.sctp_vtag_orig = ev->ext.sctp_vtag_orig;
+		cur->ext.sctp_vtag_repl = ev->ext.sctp_vtag_repl;
+	}
+	if (a & FLOW_A_MASTER)
+		cur->ext.master = ev->ext.master;
+	if (a & FLOW_A_HELPER)
+		memcpy(cur->ext.helper, ev->ext.helper, sizeof(cur->ext.helper));
+	if (a & FLOW_A_SYNPROXY_EXT)
+		memcpy(cur->ext.synproxy, ev->ext.synproxy, sizeof(cur->ext.synproxy));
+	if (a & FLOW_A_LABELS) {
+		cur->labels.words = ev->labels.words;
+		memcpy(cur->labels.w, ev->labels.w, ev->labels.words * sizeof(uint32_t));
+	}
+	f->attrs |= a;
+}
+
+static void mark_seen(struct caches *c, uint32_t handle)
+{
+	size_t byte = handle / 8;
+
+	if (!c->dump)
+		return;
+	if (byte >= c->seen_bytes) {
+		size_t n = c->seen_bytes ? c->seen_bytes : 4096;
+		uint8_t *p;
+
+		while (n <= byte)
+			n *= 2;
+		p = realloc(c->seen, n);
+		if (!p)
+			return;   /* the sweep then keeps this entry: safe, never deletes a live one */
+		memset(p + c->seen_bytes, 0, n - c->seen_bytes);
+		c->seen = p;
+		c->seen_bytes = n;
+	}
+	c->seen[byte] |= (uint8_t)(1u << (handle % 8));
+}
+
+static bool was_seen(const struct caches *c, uint32_t handle)
+{
+	size_t byte = handle / 8;
+
+	return byte < c->seen_bytes && (c->seen[byte] & (1u << (handle % 8)));
+}
+
+/* Store a NEW or UPDATE state of the kernel; tell the listener when asked. */
+static void store_local(struct caches *c, enum kernel_event ev, const struct flow_full *ff, bool notify)
+{
+	const struct flow_full *in = ff;
+	uint32_t handle = flow_table_lookup(c->internal, &ff->flow.orig);
+	int rc;
+
+	if (ev == KERNEL_EV_UPDATE && handle &&
+	    !(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD) &&
+	    flow_table_export(c->internal, handle, &c->scratch) == 0) {
+		merge_update(&c->scratch, ff);
+		in = &c->scratch;
+	}
+	rc = flow_table_upsert(c->internal, in, now_s(c), &handle);
+	if (rc < 0) {
+		return;   /* counted by the table (HashLimit, memory) */
+	}
+	mark_seen(c, handle);
+	if (!notify || rc == FLOW_UPSERT_UNCHANGED)
+		return;
+	tell(c, handle, rc == FLOW_UPSERT_UPDATED ? KERNEL_EV_UPDATE : KERNEL_EV_NEW);
+}
+
+static void drop_local(struct caches *c, uint32_t handle)
+{
+	if (c->listener.changed) {
+		if (flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD)
+			return;
+		flow_table_mark_dead(c->internal, handle, now_s(c));
+		tell(c, handle, KERNEL_EV_DESTROY);
+	} else {
+		flow_table_delete(c->internal, handle);
+	}
+}
+
+/* Delete without telling the peer (flushes, -R). */
+static void forget_local(struct caches *c, uint32_t handle)
+{
+	if (c->listener.forget)
+		c->listener.forget(c->listener.arg, handle);
+	flow_table_delete(c->internal, handle);
+}
+
+static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, bool own_write)
+{
+	struct caches *c = arg;
+	uint32_t handle;
+
+	if (!flow_filter_pass_full(c->filter, ff)) {
+		c->n.events_filtered++;
+		return;
+	}
+	switch (ev) {
+	case KERNEL_EV_NEW:
+		c->n.events_new++;
+		store_local(c, ev, ff, true);
+		break;
+	case KERNEL_EV_UPDATE:
+		c->n.events_update++;
+		store_local(c, ev, ff, true);
+		break;
+	case KERNEL_EV_DESTROY:
+		c->n.events_destroy++;
+		handle = flow_table_lookup(c->internal, &ff->flow.orig);
+		if (handle)
+			drop_local(c, handle);
+		else
+			c->n.events_unknown++;
+		break;
+	}
+}
+
+static void start_load(struct caches *c, enum load_kind kind);
+
+static void on_overrun(void *arg, uint32_t rcvbuf)
+{
+	struct caches *c = arg;
+
+	log_warning("netlink event overrun: events were lost (receive buffer now %u bytes); "
+		    "resynchronising with the kernel table", rcvbuf);
+	if (!c->cfg->general.netlink_overrun_resync) {
+		log_warning("NetlinkOverrunResync is off: the internal cache may stay out of date");
+		return;
+	}
+	if (c->dump) {
+		c->resync_again = true;
+		return;
+	}
+	start_load(c, LOAD_RESYNC);
+}
+
+static void on_dump_flow(void *arg, const struct flow_full *ff)
+{
+	struct caches *c = arg;
+
+	if (!flow_filter_pass_full(c->filter, ff))
+		return;
+	store_local(c, KERNEL_EV_NEW, ff, c->load == LOAD_RESYNC);
+}
+
+/* Entries the dump did not deliver are gone from the kernel. */
+static uint64_t sweep_unseen(struct caches *c)
+{
+	uint32_t cursor = 0, h;
+	uint64_t swept = 0;
+
+	while ((h = flow_table_next(c->internal, &cursor)) != 0) {
+		if (was_seen(c, h) || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
+			continue;
+		if (c->load == LOAD_RESYNC)
+			drop_local(c, h);
+		else
+			forget_local(c, h);
+		swept++;
+	}
+	return swept;
+}
+
+static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
+{
+	struct caches *c = arg;
+	enum load_kind kind = c->load;
+	uint64_t ms = loop_now_ms(c->loop) - c->load_started_ms;
+	uint64_t swept = 0;
+
+	if (err == 0 && kind != LOAD_STARTUP)
+		swept = sweep_unseen(c);
+	c->n.swept += swept;
+	c->dump = NULL;
+	free(c->seen);
+	c->seen = NULL;
+	c->seen_bytes = 0;
+
+	if (err && err != -EINTR) {
+		log_error("kernel table dump failed: %s", strerror(-err));
+		finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: the kernel dump failed: %s",
+			   strerror(-err));
+	} else {
+		const char *what = kind == LOAD_STARTUP ? "loaded" : kind == LOAD_REDUMP ? "re-read" :
+				   "resynchronised";
+
+		log_notice("kernel table %s: %llu states in %llu ms, %llu vanished states removed%s", what,
+			   (unsigned long long)st->flows, (unsigned long long)ms,
+			   (unsigned long long)swept, err == -EINTR ? " (the table changed during the dump)" : "");
+		finish_all(&c->load_waiters, CTL_STATUS_OK,
+			   "kernel table re-read: %llu states in %llu ms, %llu vanished states removed",
+			   (unsigned long long)st->flows, (unsigned long long)ms, (unsigned long long)swept);
+	}
+	if (c->resync_again || err == -EINTR) {
+		c->resync_again = false;
+		start_load(c, LOAD_RESYNC);
+	}
+}
+
+static void start_load(struct caches *c, enum load_kind kind)
+{
+	static const struct kernel_dump_cb cb = { .on_flow = on_dump_flow, .on_done = on_dump_done };
+	int err = 0;
+
+	c->load = kind;
+	c->load_started_ms = loop_now_ms(c->loop);
+	if (kind == LOAD_RESYNC)
+		c->n.resyncs++;
+	c->dump = kernel_dump_start(c->loop, AF_UNSPEC, 0, &cb, c, &err);
+	if (!c->dump) {
+		log_error("cannot dump the kernel table: %s", strerror(-err));
+		finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: cannot dump the kernel table: %s",
+			   strerror(-err));
+	}
+}
+
+/* ---- the external cache ------------------------------------------------------ */
+
+static uint32_t inject_timeout(const struct flow_full *ff)
+{
+	return (ff->flow.attrs & FLOW_A_TIMEOUT) && ff->flow.timeout ? ff->flow.timeout
+								       : DEFAULT_COMMIT_TIMEOUT;
+}
+
+int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
+{
+	uint32_t handle;
+	int rc = 0;
+
+	if (c->cfg->sync.disable_external_cache) {
+		/*
+		 * Direct injection: create; an existing entry is updated in place
+		 * (on_write_error), for which the request is remembered in a ring
+		 * larger than any batch.
+		 */
+		enum kernel_op op = type == WIRE_T_CT_DEL ? KERNEL_OP_DELETE : KERNEL_OP_CREATE;
+		uint64_t cookie = INJECT_COOKIE | ++c->inject_seq;
+		struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
+
+		slot->cookie = cookie;
+		slot->flow = ff->flow;
+		slot->ext = ff->ext;
+		rc = kernel_writer_put(c->writer, op, ff, inject_timeout(ff), cookie);
+		if (rc == 0)
+			c->n.injected_ok++;
+		else
+			c->n.injected_failed++;
+		return rc;
+	}
+	switch (type) {
+	case WIRE_T_CT_NEW:
+	case WIRE_T_CT_UPD:
+		rc = flow_table_upsert(c->external, ff, now_s(c), &handle);
+		if (rc < 0) {
+			c->n.remote_failed++;
+			return rc;
+		}
+		if (type == WIRE_T_CT_NEW)
+			c->n.remote_new++;
+		else
+			c->n.remote_update++;
+		return 0;
+	case WIRE_T_CT_DEL:
+		handle = flow_table_lookup(c->external, &ff->flow.orig);
+		if (!handle) {
+			c->n.remote_delete_unknown++;
+			return 0;
+		}
+		flow_table_delete(c->external, handle);
+		c->n.remote_delete++;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ---- commit ---------------------------------------------------------------------- */
+
+/* conntrackd's rule: CommitTimeout, else what is left of the cached timeout (60 s at least). */
+static uint32_t commit_timeout(struct caches *c, uint32_t handle, const struct flow *f)
+{
+	uint32_t age = now_s(c) - flow_table_updated(c->external, handle);
+
+	if (c->cfg->sync.commit_timeout)
+		return c->cfg->sync.commit_timeout;
+	if (!(f->attrs & FLOW_A_TIMEOUT) || f->timeout <= age)
+		return DEFAULT_COMMIT_TIMEOUT;
+	return f->timeout - age;
+}
+
+static bool commit_next(void *arg, struct kernel_job_item *it)
+{
+	struct caches *c = arg;
+	uint32_t h;
+
+	while ((h = flow_table_next(c->external, &c->commit_cursor)) != 0) {
+		const struct flow *f = flow_table_flow(c->external, h);
+		bool related = f->attrs & FLOW_A_MASTER;
+
+		/* Masters first, so that the kernel can link related states to them. */
+		if (related != (c->commit_pass == 1))
+			continue;
+		if (flow_table_export(c->external, h, &c->scratch) < 0)
+			continue;
+		it->op = KERNEL_OP_CREATE;
+		it->ff = &c->scratch;
+		it->timeout = commit_timeout(c, h, f);
+		it->cookie = h;
+		return true;
+	}
+	return false;
+}
+
+static void add_stats(struct kernel_write_stats *sum, const struct kernel_write_stats *st)
+{
+	sum->requests += st->requests;
+	sum->ok += st->ok;
+	sum->failed += st->failed;
+	sum->batches += st->batches;
+	sum->lost += st->lost;
+	for (unsigned i = 0; i < KERNEL_ERRNO_MAX; i++)
+		sum->by_errno[i] += st->by_errno[i];
+}
+
+static void commit_done(void *arg, const struct kernel_write_stats *st)
+{
+	struct caches *c = arg;
+	uint64_t ms;
+	int rc;
+
+	add_stats(&c->commit_stats, st);
+	if (c->commit_pass == 0) {
+		c->commit_pass = 1;
+		c->commit_cursor = 0;
+		rc = kernel_writer_run(c->writer, 8192, commit_next, commit_done, c);
+		if (rc == 0)
+			return;
+		log_error("commit: cannot start the second pass: %s", strerror(-rc));
+	}
+	/* Updates in place of existing states were put by on_write_error: send them now. */
+	kernel_writer_flush(c->writer);
+	c->committing = false;
+	ms = loop_now_ms(c->loop) - c->commit_started_ms;
+	{
+		const struct kernel_write_stats *s = &c->commit_stats;
+		uint64_t existed = s->by_errno[EEXIST];
+		uint64_t failed = s->failed - existed + (existed - c->commit_updated);
+		uint64_t written = s->ok + c->commit_updated;
+
+		c->n.committed_ok += s->ok;
+		c->n.committed_updated += c->commit_updated;
+		c->n.committed_failed += failed;
+		log_notice("commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)",
+			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
+			   (unsigned long long)c->commit_updated, (unsigned long long)failed);
+		finish_all(&c->commit_waiters, failed ? CTL_STATUS_FAILED : CTL_STATUS_OK,
+			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)",
+			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
+			   (unsigned long long)c->commit_updated, (unsigned long long)failed);
+	}
+}
+
+static void on_write_error(void *arg, enum kernel_op op, uint64_t cookie, int err)
+{
+	struct caches *c = arg;
+
+	if (cookie & INJECT_COOKIE) {
+		struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
+
+		if (op == KERNEL_OP_CREATE && err == EEXIST && slot->cookie == cookie) {
+			/*
+			 * conntrackd deletes and re-creates; we update in place,
+			 * which keeps the kernel entry (and its counters).
+			 */
+			c->scratch.flow = slot->flow;
+			c->scratch.ext = slot->ext;
+			c->scratch.flow.attrs &= ~FLOW_A_LABELS;
+			c->scratch.labels.words = 0;
+			if (kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
+					      inject_timeout(&c->scratch), cookie) == 0)
+				return;
+		}
+		if (!(op == KERNEL_OP_DELETE && err == ENOENT))
+			c->n.injected_failed++;
+		return;
+	}
+	if (op == KERNEL_OP_CREATE && err == EEXIST && c->committing) {
+		/* The state is already in the kernel: update it in place with ours. */
+		uint32_t h = (uint32_t)cookie;
+
+		if (flow_table_export(c->external, h, &c->scratch) == 0 &&
+		    kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
+				      commit_timeout(c, h, flow_table_flow(c->external, h)), cookie) == 0)
+			c->commit_updated++;
+		return;
+	}
+	if (op == KERNEL_OP_UPDATE && c->commit_updated)
+		c->commit_updated--;
+}
+
+static enum control_result answer_commit(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+	uint32_t code = control_request_code(req);
+	int rc;
+
+	if (code == CTL_COMMIT_EXP) {
+		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
+		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+		return CONTROL_DONE;
+	}
+	if (c->cfg->sync.disable_external_cache) {
+		control_request_printf(req, "ctsyncd: nothing to commit: DisableExternalCache is on, "
+				       "received states go straight into the kernel\n");
+		return CONTROL_DONE;
+	}
+	if (c->committing)
+		return wait_for(&c->commit_waiters, req);
+	if (c->purging) {
+		control_request_printf(req, "ctsyncd: a kernel flush is running; commit again when it ends\n");
+		control_request_set_status(req, CTL_STATUS_BUSY);
+		return CONTROL_DONE;
+	}
+	/* A commit makes this node the primary: a scheduled purge must not undo it. */
+	loop_timer_disarm(c->purge_timer);
+	memset(&c->commit_stats, 0, sizeof(c->commit_stats));
+	c->commit_updated = 0;
+	c->commit_pass = 0;
+	c->commit_cursor = 0;
+	c->commit_started_ms = loop_now_ms(c->loop);
+	rc = kernel_writer_run(c->writer, 8192, commit_next, commit_done, c);
+	if (rc < 0) {
+		control_request_printf(req, "ctsyncd: cannot start the commit: %s\n", strerror(-rc));
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	c->committing = true;
+	c->n.commits++;
+	log_notice("commit: writing %u external states into the kernel", flow_table_count(c->external));
+	return wait_for(&c->commit_waiters, req);
+}
+
+/* ---- flushes, purge, re-dump -------------------------------------------------------- */
+
+/* Entries the Filter excludes are not ours to delete (-F, purge). */
+static bool keep_excluded(void *arg, const struct flow_full *ff)
+{
+	struct caches *c = arg;
+
+	return flow_filter_check(c->filter, &ff->flow, &ff->ext) != FLOW_FILTER_PASS;
+}
+
+static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_write_stats *st)
+{
+	struct caches *c = arg;
+
+	c->purging = false;
+	c->n.purged += st->ok;
+	if (err) {
+		log_error("kernel flush failed after %llu deletions: %s", (unsigned long long)st->ok,
+			  strerror(-err));
+		finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: kernel flush failed: %s",
+			   strerror(-err));
+		return;
+	}
+	log_notice("kernel flush: %llu of %llu states deleted", (unsigned long long)st->ok,
+		   (unsigned long long)seen);
+	/*
+	 * Our own deletions never reach the event socket (its filter drops
+	 * them): re-read the table so that the internal cache loses them too,
+	 * without telling the peer, as conntrackd does for flushes.
+	 */
+	if (!c->dump)
+		start_load(c, LOAD_REDUMP);
+	finish_all(&c->purge_waiters, CTL_STATUS_OK, "kernel flush: %llu of %llu states deleted",
+		   (unsigned long long)st->ok, (unsigned long long)seen);
+}
+
+static int start_purge(struct caches *c)
+{
+	int rc;
+
+	if (c->purging)
+		return 0;
+	if (c->committing)
+		return -EBUSY;
+	rc = kernel_writer_purge(c->writer, AF_UNSPEC, keep_excluded, purge_done, c);
+	if (rc == 0) {
+		c->purging = true;
+		c->n.purges++;
+	}
+	return rc;
+}
+
+static void flush_internal(struct caches *c)
+{
+	uint32_t cursor = 0, h;
+
+	if (!c->listener.forget) {
+		flow_table_clear(c->internal);
+		return;
+	}
+	/* The sync layer may hold handles in its queues: let it let go of them first. */
+	while ((h = flow_table_next(c->internal, &cursor)) != 0)
+		forget_local(c, h);
+}
+
+static void on_purge_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct caches *c = arg;
+	int rc;
+
+	log_notice("scheduled purge: flushing the kernel table and the internal cache");
+	flush_internal(c);
+	rc = start_purge(c);
+	if (rc < 0)
+		log_error("scheduled purge: cannot flush the kernel table: %s", strerror(-rc));
+}
+
+static enum control_result answer_flush(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+	uint32_t code = control_request_code(req);
+
+	if (c->committing) {
+		control_request_printf(req, "ctsyncd: a commit is running; caches not flushed\n");
+		control_request_set_status(req, CTL_STATUS_BUSY);
+		return CONTROL_DONE;
+	}
+	loop_timer_disarm(c->purge_timer);
+	if (code != CTL_FLUSH_EXTERNAL) {
+		control_request_printf(req, "internal cache flushed: %u states\n", flow_table_count(c->internal));
+		flush_internal(c);
+	}
+	if (code != CTL_FLUSH_INTERNAL) {
+		control_request_printf(req, "external cache flushed: %u states\n", flow_table_count(c->external));
+		flow_table_clear(c->external);
+	}
+	return CONTROL_DONE;
+}
+
+static enum control_result answer_kernel_flush(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+	int rc;
+
+	if (control_request_code(req) == CTL_FLUSH_KERNEL_EXP) {
+		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
+		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+		return CONTROL_DONE;
+	}
+	rc = start_purge(c);
+	if (rc < 0) {
+		control_request_printf(req, "ctsyncd: cannot flush the kernel table: %s\n",
+				       rc == -EBUSY ? "a commit is running" : strerror(-rc));
+		control_request_set_status(req, rc == -EBUSY ? CTL_STATUS_BUSY : CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	return wait_for(&c->purge_waiters, req);
+}
+
+static enum control_result answer_schedule_purge(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+
+	if (loop_timer_armed(c->purge_timer)) {
+		control_request_printf(req, "purge already scheduled\n");
+		return CONTROL_DONE;
+	}
+	loop_timer_arm(c->purge_timer, (uint64_t)c->cfg->sync.purge_timeout * 1000u);
+	control_request_printf(req, "kernel table purge scheduled in %u s\n", c->cfg->sync.purge_timeout);
+	return CONTROL_DONE;
+}
+
+static enum control_result answer_redump(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+
+	if (control_request_code(req) == CTL_RESYNC_KERNEL_EXP) {
+		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
+		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+		return CONTROL_DONE;
+	}
+	if (!c->dump)
+		start_load(c, LOAD_REDUMP);
+	if (!c->dump) {
+		control_request_printf(req, "ctsyncd: cannot dump the kernel table\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	return wait_for(&c->load_waiters, req);
+}
+
+/* ---- dumps and statistics ----------------------------------------------------------- */
+
+static void dump_table(struct caches *c, struct control_request *req, struct flow_table *t, unsigned opts)
+{
+	char line[FLOW_FORMAT_MAX];
+	uint32_t cursor = 0, h, now = now_s(c);
+
+	while ((h = flow_table_next(t, &cursor)) != 0) {
+		int n;
+
+		if (flow_table_flags(t, h) & FLOW_ENTRY_DEAD)
+			continue;
+		if (flow_table_export(t, h, &c->scratch) < 0)
+			continue;
+		n = flow_format(line, sizeof(line), &c->scratch, opts);
+		if (n < 0)
+			continue;
+		if ((size_t)n >= sizeof(line))
+			n = sizeof(line) - 1;
+		control_request_write(req, line, (size_t)n);
+		control_request_printf(req, " [updated %us ago]\n", now - flow_table_updated(t, h));
+	}
+}
+
+static enum control_result answer_dump(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+
+	switch (control_request_code(req)) {
+	case CTL_DUMP_INTERNAL_CT:
+		dump_table(c, req, c->internal, FLOW_FMT_REPLY);
+		return CONTROL_DONE;
+	case CTL_DUMP_EXTERNAL_CT:
+		dump_table(c, req, c->external, 0);
+		return CONTROL_DONE;
+	}
+	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n",
+			       ctl_request_name(control_request_code(req)),
+			       control_request_code(req) == CTL_DUMP_INTERNAL_CT_XML ||
+			       control_request_code(req) == CTL_DUMP_EXTERNAL_CT_XML
+			       ? "XML dumps are not implemented in this version"
+			       : "expectations are not replicated by this version");
+	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	return CONTROL_DONE;
+}
+
+static void report_table(struct report *r, const char *name, struct flow_table *t)
+{
+	struct flow_table_stats st;
+
+	flow_table_stats(t, &st);
+	report_begin(r, name);
+	report_u64(r, "active", st.active);
+	report_u64(r, "dead", st.dead);
+	report_u64(r, "max_seen", st.max_seen);
+	report_u64(r, "limit", st.limit);
+	report_u64(r, "inserted", st.inserted);
+	report_u64(r, "updated", st.updated);
+	report_u64(r, "deleted", st.deleted);
+	report_u64(r, "limit_hits", st.enospc);
+	report_u64(r, "no_memory", st.enomem);
+	report_u64(r, "memory_bytes", st.memory);
+	report_end(r);
+}
+
+void caches_report(struct caches *c, struct report *r)
+{
+	struct kernel_events_stats ev = { 0 };
+	struct kernel_write_stats wr;
+
+	report_table(r, "internal_cache", c->internal);
+	if (c->cfg->role == CONFIG_ROLE_SYNC)
+		report_table(r, "external_cache", c->external);
+	if (c->events)
+		kernel_events_get_stats(c->events, &ev);
+	report_begin(r, "kernel");
+	report_u64(r, "events_new", c->n.events_new);
+	report_u64(r, "events_update", c->n.events_update);
+	report_u64(r, "events_destroy", c->n.events_destroy);
+	report_u64(r, "events_filtered", c->n.events_filtered);
+	report_u64(r, "events_malformed", ev.malformed);
+	report_u64(r, "overruns", ev.overruns);
+	report_u64(r, "resyncs", c->n.resyncs);
+	report_u64(r, "vanished_removed", c->n.swept);
+	report_u64(r, "netlink_buffer_bytes", ev.rcvbuf);
+	report_bool(r, "loading", c->dump != NULL);
+	report_end(r);
+	if (c->cfg->role == CONFIG_ROLE_SYNC) {
+		kernel_writer_get_stats(c->writer, &wr);
+		report_begin(r, "commit");
+		report_u64(r, "commits", c->n.commits);
+		report_u64(r, "created", c->n.committed_ok);
+		report_u64(r, "updated_in_place", c->n.committed_updated);
+		report_u64(r, "failed", c->n.committed_failed);
+		report_bool(r, "running", c->committing);
+		report_u64(r, "kernel_flushes", c->n.purges);
+		report_u64(r, "kernel_flushed_states", c->n.purged);
+		report_bool(r, "purge_scheduled", loop_timer_armed(c->purge_timer));
+		report_end(r);
+		report_begin(r, "remote_states");
+		report_u64(r, "new", c->n.remote_new);
+		report_u64(r, "updated", c->n.remote_update);
+		report_u64(r, "deleted", c->n.remote_delete);
+		report_u64(r, "deleted_unknown", c->n.remote_delete_unknown);
+		report_u64(r, "failed", c->n.remote_failed);
+		report_u64(r, "injection_failures", c->n.injected_failed);
+		report_end(r);
+	}
+}
+
+static enum control_result answer_stats_cache(struct control_request *req, void *arg)
+{
+	struct caches *c = arg;
+	struct report *r = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+	const char *text;
+	size_t len;
+
+	if (!r || (caches_report(c, r), !(text = report_finish(r, &len)))) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	} else {
+		control_request_write(req, text, len);
+	}
+	report_free(r);
+	return CONTROL_DONE;
+}
+
+/* ---- life ------------------------------------------------------------------------------ */
+
+int caches_new(struct caches **out, const struct config *cfg, struct loop *loop, uint32_t seed)
+{
+	struct flow_table_options topt = {
+		.buckets = cfg->general.hash_size,
+		.limit = cfg->general.hash_limit,
+		.seed = seed,
+		.user_bytes = 16,
+	};
+	struct kernel_writer_opts wopt = {
+		.build_opts = cfg->sync.tcp_window_tracking ? KERNEL_BUILD_WINDOW_TRACKING : 0,
+	};
+	static const struct kernel_writer_cb wcb = { .on_error = on_write_error };
+	struct caches *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	c->loop = loop;
+	err = flow_table_new(&topt, &c->internal);
+	if (err == 0) {
+		topt.seed = seed * 2654435761u + 1;
+		topt.user_bytes = 0;
+		err = flow_table_new(&topt, &c->external);
+	}
+	if (err == 0) {
+		c->filter = flow_filter_new(&cfg->general.filter, &err);
+		if (!c->filter && !err)
+			err = -ENOMEM;
+	}
+	if (err == 0 && cfg->sync.disable_external_cache) {
+		c->inject_ring = calloc(INJECT_RING, sizeof(*c->inject_ring));
+		if (!c->inject_ring)
+			err = -ENOMEM;
+	}
+	if (err == 0) {
+		c->purge_timer = loop_timer_new(loop, on_purge_timer, c);
+		if (!c->purge_timer)
+			err = -ENOMEM;
+	}
+	if (err == 0) {
+		c->writer = kernel_writer_new(loop, &wopt, &wcb, c, &err);
+		if (!c->writer && !err)
+			err = -ENOMEM;
+	}
+	if (err) {
+		caches_free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+int caches_start(struct caches *c)
+{
+	const struct config *cfg = c->cfg;
+	struct kernel_events_opts eo = {
+		.rcvbuf = cfg->general.netlink_buffer_size,
+		.rcvbuf_max = cfg->general.netlink_buffer_max_growth,
+		.reliable = cfg->general.netlink_events_reliable,
+		.iteration_limit = cfg->general.event_iteration_limit,
+		/* Wait 1 ms for events to accumulate: ~50 per system call instead of ~3. */
+		.coalesce_ms = 1,
+	};
+	static const struct kernel_events_cb ecb = { .on_flow = on_event, .on_overrun = on_overrun };
+	int err = 0;
+
+	if (cfg->general.poll_secs)
+		log_warning("PollSecs is not supported yet; following kernel events instead");
+	c->events = kernel_events_open(c->loop, &eo, &ecb, c, &err);
+	if (!c->events) {
+		log_error("cannot subscribe to conntrack events: %s", strerror(-err));
+		return err ? err : -ENOMEM;
+	}
+	kernel_events_add_own(c->events, kernel_writer_portid(c->writer));
+	/* Our own writes (commit, injection) never reach us: they cannot overrun the socket. */
+	err = kernel_events_set_filter(c->events, true, NULL, 0);
+	if (err < 0)
+		log_warning("cannot filter our own writes out of the event socket: %s", strerror(-err));
+	start_load(c, LOAD_STARTUP);
+	return c->dump ? 0 : -EIO;
+}
+
+void caches_set_listener(struct caches *c, const struct caches_listener *l)
+{
+	c->listener = *l;
+}
+
+void caches_free(struct caches *c)
+{
+	if (!c)
+		return;
+	finish_all(&c->commit_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
+	finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
+	finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
+	if (c->dump)
+		kernel_dump_cancel(c->dump);
+	if (c->writer) {
+		kernel_writer_cancel(c->writer);
+		kernel_writer_free(c->writer);
+	}
+	if (c->events)
+		kernel_events_close(c->events);
+	loop_timer_free(c->purge_timer);
+	flow_filter_free(c->filter);
+	flow_table_free(c->internal);
+	flow_table_free(c->external);
+	free(c->seen);
+	free(c->inject_ring);
+	free(c);
+}
+
+int caches_register(struct caches *c, struct control_server *ctl)
+{
+	static const uint32_t dumps[] = {
+		CTL_DUMP_INTERNAL_CT, CTL_DUMP_EXTERNAL_CT, CTL_DUMP_INTERNAL_CT_XML,
+		CTL_DUMP_EXTERNAL_CT_XML, CTL_DUMP_INTERNAL_EXP, CTL_DUMP_EXTERNAL_EXP,
+		CTL_DUMP_INTERNAL_EXP_XML, CTL_DUMP_EXTERNAL_EXP_XML,
+	};
+	static const uint32_t flushes[] = {
+		CTL_FLUSH_ALL, CTL_FLUSH_INTERNAL, CTL_FLUSH_EXTERNAL, CTL_FLUSH_CACHES_LEGACY,
+	};
+	int err = 0;
+
+	for (size_t i = 0; i < sizeof(dumps) / sizeof(dumps[0]); i++)
+		err |= control_server_register(ctl, dumps[i], answer_dump, c);
+	for (size_t i = 0; i < sizeof(flushes) / sizeof(flushes[0]); i++)
+		err |= control_server_register(ctl, flushes[i], answer_flush, c);
+	err |= control_server_register(ctl, CTL_FLUSH_KERNEL_CT, answer_kernel_flush, c);
+	err |= control_server_register(ctl, CTL_FLUSH_KERNEL_ALL, answer_kernel_flush, c);
+	err |= control_server_register(ctl, CTL_FLUSH_KERNEL_EXP, answer_kernel_flush, c);
+	err |= control_server_register(ctl, CTL_RESYNC_KERNEL_CT, answer_redump, c);
+	err |= control_server_register(ctl, CTL_RESYNC_KERNEL_ALL, answer_redump, c);
+	err |= control_server_register(ctl, CTL_RESYNC_KERNEL_EXP, answer_redump, c);
+	err |= control_server_register(ctl, CTL_STATS_CACHE, answer_stats_cache, c);
+	if (c->cfg->role == CONFIG_ROLE_SYNC) {
+		err |= control_server_register(ctl, CTL_COMMIT_ALL, answer_commit, c);
+		err |= control_server_register(ctl, CTL_COMMIT_CT, answer_commit, c);
+		err |= control_server_register(ctl, CTL_COMMIT_EXP, answer_commit, c);
+		err |= control_server_register(ctl, CTL_SCHEDULE_PURGE, answer_schedule_purge, c);
+	}
+	return err ? -EINVAL : 0;
+}
+
+struct flow_table *caches_internal(struct caches *c)
+{
+	return c->internal;
+}
+
+struct flow_table *caches_external(struct caches *c)
+{
+	return c->external;
+}
+
+void caches_forget_dead(struct caches *c, uint32_t handle)
+{
+	if (flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD)
+		flow_table_delete(c->internal, handle);
+}

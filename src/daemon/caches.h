@@ -1,0 +1,63 @@
+/*
+ * caches.h - the daemon's internal cache (local kernel states) and external
+ * cache (the peer's states), and everything that moves states between them
+ * and the kernel: events, dumps, commit, direct injection, flushes, the
+ * scheduled purge, and the control requests that drive them.
+ */
+#ifndef CTSYNCD_CACHES_H
+#define CTSYNCD_CACHES_H
+
+#include <stdint.h>
+
+#include "kernel.h"
+
+struct caches;
+struct config;
+struct control_server;
+struct flow_full;
+struct flow_table;
+struct loop;
+struct report;
+
+/*
+ * Told about every change of the internal cache that the peer should learn
+ * (the sync layer).  Without a listener a destroyed flow is deleted at once;
+ * with one it is marked dead and the listener deletes it with
+ * caches_forget_dead() once the peer has acknowledged it.
+ */
+struct caches_listener {
+	void (*changed)(void *arg, uint32_t handle, enum kernel_event ev);
+	/* `handle` is about to be deleted without the peer being told (flush, -R). */
+	void (*forget)(void *arg, uint32_t handle);
+	void *arg;
+};
+
+/* Returns 0 or -errno.  `seed` randomises the tables' hashes. */
+int caches_new(struct caches **out, const struct config *cfg, struct loop *loop, uint32_t seed);
+/* Subscribe to events and load the kernel table into the internal cache (nothing is sent). */
+int caches_start(struct caches *c);
+void caches_set_listener(struct caches *c, const struct caches_listener *l);
+/* Finish waiting control requests as failed, stop all kernel work, free. */
+void caches_free(struct caches *c);
+
+/* Answer -i -e -c -f -F -R -t and -s cache on `ctl`. */
+int caches_register(struct caches *c, struct control_server *ctl);
+
+struct flow_table *caches_internal(struct caches *c);
+struct flow_table *caches_external(struct caches *c);
+
+/* A dead internal entry whose end the peer has acknowledged. */
+void caches_forget_dead(struct caches *c, uint32_t handle);
+
+/*
+ * A state received from the peer (type: WIRE_T_CT_NEW/UPD/DEL): NEW
+ * replaces, UPD updates or creates, DEL removes; with DisableExternalCache
+ * it is written to the kernel at once instead.  Returns 0 or -errno
+ * (-ENOSPC: HashLimit), counted either way.
+ */
+int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff);
+
+/* The cache sections of -s and -s cache. */
+void caches_report(struct caches *c, struct report *r);
+
+#endif

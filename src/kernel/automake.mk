@@ -1,0 +1,24 @@
+# src/kernel: the only code that talks ctnetlink -- conversion between
+# netlink attributes and flows (pure), the event socket, dumps, and the
+# batched writer.  nl.h is private to this folder.
+noinst_HEADERS += include/kernel.h src/kernel/nl.h
+libctsyncd_a_SOURCES += \
+	src/kernel/ct_attr.c \
+	src/kernel/nl.c \
+	src/kernel/events.c \
+	src/kernel/dump.c \
+	src/kernel/writer.c
+
+# Golden ctnetlink messages built with libmnl: parse, build, round trip,
+# rejections.  No kernel needed.
+check_PROGRAMS += tests/unit/check_kernel_attr
+TESTS += tests/unit/check_kernel_attr
+tests_unit_check_kernel_attr_CFLAGS = $(UNIT_CFLAGS) $(LIBMNL_CFLAGS)
+tests_unit_check_kernel_attr_LDADD = $(UNIT_LIBS)
+
+# The module on the real loop against the real kernel, in a namespace of
+# its own (root): kernel.sh runs kernel-driver.
+check_PROGRAMS += tests/integration/kernel-driver
+tests_integration_kernel_driver_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
+tests_integration_kernel_driver_LDADD = $(CTSYNCD_LIBS)
+TESTS += tests/integration/kernel.sh

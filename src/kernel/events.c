@@ -1,0 +1,361 @@
+/*
+ * events.c - the conntrack event socket on the loop.
+ *
+ * ctnetlink sends each event in its own skb, and a netlink recvmsg()
+ * returns one skb, so "many messages per system call" means recvmmsg()
+ * over a vector of slots.  EventIterationLimit bounds the recvmmsg()
+ * calls per wake-up; the socket is level-triggered, so what is left is
+ * read on the next iteration after the loop has served everything else.
+ */
+#include "kernel.h"
+#include "nl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+
+#include <libmnl/libmnl.h>
+#include <linux/filter.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+
+#include "log.h"
+#include "loop.h"
+
+/* 64 slots of 4 KiB: 256 KiB per call; a conntrack event is 200-700 bytes. */
+#define EV_SLOTS 64
+#define EV_SLOT_SIZE 4096
+#define EV_OWN_MAX 8
+#define EV_DEFAULT_ITERATIONS 100
+#define EV_FEW (EV_SLOTS / 4)          /* "only a few" for coalescing */
+
+struct kernel_events {
+	struct loop *loop;
+	struct mnl_socket *nl;
+	int fd;
+	struct kernel_events_cb cb;
+	void *arg;
+	struct kernel_events_opts o;
+	uint32_t own[EV_OWN_MAX];
+	unsigned nown;
+	bool watching;
+	bool dispatching;
+	bool closing;
+	bool growth_warned;
+	bool coalescing;                /* unwatched until coalesce_timer fires */
+	struct loop_timer *coalesce_timer;
+	struct kernel_events_stats st;
+	struct mmsghdr msgs[EV_SLOTS];
+	struct iovec iov[EV_SLOTS];
+	struct sockaddr_nl from[EV_SLOTS];
+	uint8_t *buf;
+	struct flow_full ff;
+};
+
+static void events_free(struct kernel_events *ev)
+{
+	if (ev->watching)
+		loop_unwatch(ev->loop, ev->fd);
+	loop_timer_free(ev->coalesce_timer);
+	mnl_socket_close(ev->nl);
+	free(ev->buf);
+	free(ev);
+}
+
+static bool is_own(const struct kernel_events *ev, uint32_t pid)
+{
+	if (pid == 0)
+		return false;
+	for (unsigned i = 0; i < ev->nown; i++)
+		if (ev->own[i] == pid)
+			return true;
+	return false;
+}
+
+static void on_overrun(struct kernel_events *ev)
+{
+	uint32_t cur = ev->st.rcvbuf;
+
+	ev->st.overruns++;
+	if (ev->o.rcvbuf_max > cur && (uint64_t)cur * 2 <= ev->o.rcvbuf_max) {
+		ev->st.rcvbuf = nl_set_rcvbuf(ev->fd, cur * 2);
+		log_notice("netlink event socket overrun: receive buffer grown from %u to %u bytes",
+			   cur, ev->st.rcvbuf);
+	} else if (!ev->growth_warned) {
+		ev->growth_warned = true;
+		log_warning("netlink event socket overrun: receive buffer at its maximum (%u bytes); "
+			    "consider a larger NetlinkBufferSizeMaxGrowth", cur);
+	}
+	if (ev->cb.on_overrun)
+		ev->cb.on_overrun(ev->arg, ev->st.rcvbuf);
+}
+
+static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)buf;
+
+	for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
+		unsigned subsys = nlh->nlmsg_type >> 8;
+		bool own = is_own(ev, nlh->nlmsg_pid);
+		enum kernel_event kind;
+		enum kernel_reason why;
+
+		if (nlh->nlmsg_type < NLMSG_MIN_TYPE)
+			continue;       /* NOOP, ERROR, DONE: nothing for an event socket */
+		ev->st.messages++;
+		if (subsys == NFNL_SUBSYS_CTNETLINK_EXP) {
+			ev->st.expects++;
+			if (ev->cb.on_expect)
+				ev->cb.on_expect(ev->arg, nlh, nlh->nlmsg_len, own);
+			continue;
+		}
+		why = kernel_ct_parse(nlh, nlh->nlmsg_len, &ev->ff, &kind);
+		if (why != KERNEL_OK) {
+			ev->st.malformed++;
+			log_debug("conntrack event dropped: %s (type 0x%x, %u bytes)",
+				  kernel_reason_name(why), nlh->nlmsg_type, nlh->nlmsg_len);
+			if (ev->cb.on_malformed)
+				ev->cb.on_malformed(ev->arg, why);
+			continue;
+		}
+		ev->st.flows++;
+		if (own)
+			ev->st.own++;
+		ev->cb.on_flow(ev->arg, kind, &ev->ff, own);
+		if (ev->closing)
+			return;
+	}
+}
+
+static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct kernel_events *ev = arg;
+	unsigned limit = ev->o.iteration_limit ? ev->o.iteration_limit : EV_DEFAULT_ITERATIONS;
+	unsigned got = 0;
+
+	(void)loop;
+	(void)events;
+	ev->dispatching = true;
+	for (unsigned it = 0; it < limit && !ev->closing && ev->watching; it++) {
+		int n;
+
+		for (unsigned i = 0; i < EV_SLOTS; i++) {
+			ev->msgs[i].msg_hdr.msg_namelen = sizeof(ev->from[i]);
+			ev->msgs[i].msg_hdr.msg_flags = 0;
+		}
+		n = recvmmsg(fd, ev->msgs, EV_SLOTS, MSG_DONTWAIT, NULL);
+		ev->st.recv_calls++;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ENOBUFS) {
+				on_overrun(ev);
+				continue;
+			}
+			if (errno != EAGAIN)
+				log_error("netlink event socket: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n && !ev->closing; i++) {
+			struct msghdr *mh = &ev->msgs[i].msg_hdr;
+
+			/* Only the kernel speaks on this socket. */
+			if (mh->msg_namelen != sizeof(struct sockaddr_nl) || ev->from[i].nl_pid != 0)
+				continue;
+			if (mh->msg_flags & MSG_TRUNC) {
+				ev->st.truncated++;
+				log_warning("netlink event larger than %d bytes dropped", EV_SLOT_SIZE);
+				continue;
+			}
+			handle_buffer(ev, ev->iov[i].iov_base, (int)ev->msgs[i].msg_len);
+		}
+		got += (unsigned)n;
+		if (n < EV_SLOTS)
+			break;          /* drained */
+	}
+	ev->dispatching = false;
+	if (ev->closing) {
+		events_free(ev);
+		return;
+	}
+	if (ev->o.coalesce_ms && got < EV_FEW && ev->watching) {
+		loop_unwatch(ev->loop, ev->fd);
+		ev->watching = false;
+		ev->coalescing = true;
+		loop_timer_arm(ev->coalesce_timer, ev->o.coalesce_ms);
+	}
+}
+
+static void on_coalesce_timer(struct loop *loop, struct loop_timer *t, void *arg)
+{
+	struct kernel_events *ev = arg;
+
+	(void)t;
+	ev->coalescing = false;
+	if (loop_watch(loop, ev->fd, LOOP_READ, on_readable, ev) == 0)
+		ev->watching = true;
+	else
+		log_error("netlink event socket: cannot watch it again");
+}
+
+struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_events_opts *o,
+					 const struct kernel_events_cb *cb, void *arg, int *err)
+{
+	struct kernel_events *ev;
+	unsigned groups = (1u << (NFNLGRP_CONNTRACK_NEW - 1)) | (1u << (NFNLGRP_CONNTRACK_UPDATE - 1)) |
+			  (1u << (NFNLGRP_CONNTRACK_DESTROY - 1));
+	int one = 1, e;
+
+	if (!cb || !cb->on_flow) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	if (o->expectations)
+		groups |= (1u << (NFNLGRP_CONNTRACK_EXP_NEW - 1)) | (1u << (NFNLGRP_CONNTRACK_EXP_UPDATE - 1)) |
+			  (1u << (NFNLGRP_CONNTRACK_EXP_DESTROY - 1));
+	ev = calloc(1, sizeof(*ev));
+	if (!ev || !(ev->buf = malloc((size_t)EV_SLOTS * EV_SLOT_SIZE))) {
+		free(ev);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	e = -ENOMEM;
+	ev->coalesce_timer = loop_timer_new(loop, on_coalesce_timer, ev);
+	ev->nl = ev->coalesce_timer ? nl_open(groups, &e) : NULL;
+	if (!ev->nl) {
+		loop_timer_free(ev->coalesce_timer);
+		free(ev->buf);
+		free(ev);
+		*err = e;
+		return NULL;
+	}
+	ev->loop = loop;
+	ev->fd = mnl_socket_get_fd(ev->nl);
+	ev->cb = *cb;
+	ev->arg = arg;
+	ev->o = *o;
+	for (unsigned i = 0; i < EV_SLOTS; i++) {
+		ev->iov[i] = (struct iovec){ ev->buf + (size_t)i * EV_SLOT_SIZE, EV_SLOT_SIZE };
+		ev->msgs[i].msg_hdr = (struct msghdr){
+			.msg_name = &ev->from[i], .msg_namelen = sizeof(ev->from[i]),
+			.msg_iov = &ev->iov[i], .msg_iovlen = 1,
+		};
+	}
+	if (o->rcvbuf)
+		ev->st.rcvbuf = nl_set_rcvbuf(ev->fd, o->rcvbuf);
+	else
+		ev->st.rcvbuf = nl_get_rcvbuf(ev->fd);
+	if (o->reliable) {
+		if (setsockopt(ev->fd, SOL_NETLINK, NETLINK_BROADCAST_ERROR, &one, sizeof(one)) < 0 ||
+		    setsockopt(ev->fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof(one)) < 0) {
+			*err = -errno;
+			events_free(ev);
+			return NULL;
+		}
+	}
+	if ((e = loop_watch(loop, ev->fd, LOOP_READ, on_readable, ev)) < 0) {
+		*err = e;
+		events_free(ev);
+		return NULL;
+	}
+	ev->watching = true;
+	*err = 0;
+	return ev;
+}
+
+void kernel_events_close(struct kernel_events *ev)
+{
+	if (!ev)
+		return;
+	if (ev->dispatching) {
+		ev->closing = true;
+		if (ev->watching) {
+			loop_unwatch(ev->loop, ev->fd);
+			ev->watching = false;
+		}
+		return;
+	}
+	events_free(ev);
+}
+
+int kernel_events_add_own(struct kernel_events *ev, uint32_t portid)
+{
+	if (is_own(ev, portid))
+		return 0;
+	if (ev->nown >= EV_OWN_MAX)
+		return -ENOSPC;
+	ev->own[ev->nown++] = portid;
+	return 0;
+}
+
+int kernel_events_set_filter(struct kernel_events *ev, bool drop_own, const struct sock_filter *prog,
+			     unsigned len)
+{
+	struct sock_filter code[EV_OWN_MAX + 4 + BPF_MAXINSNS];
+	struct sock_fprog fprog;
+	unsigned n = 0, nown = drop_own ? ev->nown : 0;
+
+	if (!nown && !prog) {
+		int dummy = 0;  /* the kernel wants an int-sized value even here */
+
+		if (setsockopt(ev->fd, SOL_SOCKET, SO_DETACH_FILTER, &dummy, sizeof(dummy)) < 0 &&
+		    errno != ENOENT)
+			return -errno;
+		return 0;
+	}
+	if (prog && (len == 0 || len > BPF_MAXINSNS - nown - 3))
+		return -EINVAL;
+	if (nown) {
+		/*
+		 * nlmsg_pid is at offset 12, in host order; BPF loads big-endian,
+		 * so compare with ntohl(portid).  Each match jumps to "ret 0".
+		 */
+		code[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 12);
+		for (unsigned i = 0; i < nown; i++)
+			code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ntohl(ev->own[i]),
+								 (uint8_t)(nown - i), 0);
+		code[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JA, 1, 0, 0);
+		code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	}
+	if (prog) {
+		memcpy(&code[n], prog, len * sizeof(*prog));
+		n += len;
+	} else {
+		code[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
+	}
+	fprog = (struct sock_fprog){ .len = (unsigned short)n, .filter = code };
+	if (setsockopt(ev->fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof(fprog)) < 0)
+		return -errno;
+	return 0;
+}
+
+void kernel_events_pause(struct kernel_events *ev)
+{
+	loop_timer_disarm(ev->coalesce_timer);
+	ev->coalescing = false;
+	if (ev->watching) {
+		loop_unwatch(ev->loop, ev->fd);
+		ev->watching = false;
+	}
+}
+
+int kernel_events_resume(struct kernel_events *ev)
+{
+	int err;
+
+	loop_timer_disarm(ev->coalesce_timer);
+	ev->coalescing = false;
+	if (ev->watching || ev->closing)
+		return 0;
+	if ((err = loop_watch(ev->loop, ev->fd, LOOP_READ, on_readable, ev)) < 0)
+		return err;
+	ev->watching = true;
+	return 0;
+}
+
+void kernel_events_get_stats(const struct kernel_events *ev, struct kernel_events_stats *st)
+{
+	*st = ev->st;
+}
