@@ -22,3 +22,4 @@ check_PROGRAMS += tests/integration/kernel-driver
 tests_integration_kernel_driver_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
 tests_integration_kernel_driver_LDADD = $(CTSYNCD_LIBS)
 TESTS += tests/integration/kernel.sh
+EXTRA_DIST += tests/integration/kernel.sh
