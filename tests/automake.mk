@@ -21,3 +21,10 @@ EXTRA_DIST += tests/fuzz/corpus/control
 EXTRA_DIST += tests/integration/lifecycle.sh
 TESTS += tests/integration/caches.sh
 EXTRA_DIST += tests/integration/caches.sh
+EXTRA_DIST += tests/lib/pair.sh
+TESTS += tests/integration/replication.sh
+EXTRA_DIST += tests/integration/replication.sh
+
+# Interoperability with Debian's conntrackd 1.4.7.
+TESTS += tests/interop/conntrackd.sh
+EXTRA_DIST += tests/interop/conntrackd.sh

@@ -7,4 +7,5 @@ libctsyncd_a_SOURCES += \
 	src/daemon/log.c \
 	src/daemon/loop.c \
 	src/daemon/notify.c src/daemon/notify.h \
+	src/daemon/replication.c src/daemon/replication.h \
 	src/daemon/requests.c src/daemon/requests.h

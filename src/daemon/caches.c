@@ -906,7 +906,7 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		.buckets = cfg->general.hash_size,
 		.limit = cfg->general.hash_limit,
 		.seed = seed,
-		.user_bytes = 16,
+		.user_bytes = CACHES_USER_BYTES,
 	};
 	struct kernel_writer_opts wopt = {
 		.build_opts = cfg->sync.tcp_window_tracking ? KERNEL_BUILD_WINDOW_TRACKING : 0,
@@ -969,6 +969,8 @@ int caches_start(struct caches *c)
 
 	if (cfg->general.poll_secs)
 		log_warning("PollSecs is not supported yet; following kernel events instead");
+	if (cfg->general.filter.kernelspace)
+		log_notice("Filter From Kernelspace: this version applies the Filter in user space");
 	c->events = kernel_events_open(c->loop, &eo, &ecb, c, &err);
 	if (!c->events) {
 		log_error("cannot subscribe to conntrack events: %s", strerror(-err));

@@ -11,6 +11,9 @@
 
 #include "kernel.h"
 
+/* Bytes of per-entry user area in the internal cache, for the sync engine's queues. */
+#define CACHES_USER_BYTES 24u
+
 struct caches;
 struct config;
 struct control_server;

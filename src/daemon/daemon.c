@@ -28,6 +28,7 @@
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
+#include "replication.h"
 #include "requests.h"
 
 struct daemon {
@@ -35,6 +36,7 @@ struct daemon {
 	struct loop *loop;
 	struct control_server *ctl;
 	struct caches *caches;
+	struct replication *replication;
 	struct lockfile lock;
 	struct loop_timer *watchdog;
 	struct requests_ctx requests;
@@ -180,8 +182,18 @@ static int start_caches(struct daemon *d)
 	if (d->ctl && (err = caches_register(d->caches, d->ctl)) < 0)
 		return err;
 	err = caches_start(d->caches);
-	if (err < 0)
+	if (err < 0) {
 		log_error("cannot follow the kernel's connection tracking: %s", strerror(-err));
+		return err;
+	}
+	if (d->cfg->role != CONFIG_ROLE_SYNC)
+		return 0;
+	err = replication_start(&d->replication, d->cfg, d->loop, d->caches);
+	if (err < 0)
+		return err;
+	d->requests.replication = d->replication;
+	if (d->ctl)
+		err = replication_register(d->replication, d->ctl);
 	return err;
 }
 
@@ -252,6 +264,9 @@ static void stop(struct daemon *d)
 	if (d->cfg->general.systemd)
 		notify_stopping();
 	/* Subsystems first: they answer their waiting clients before the socket closes. */
+	replication_stop(d->replication);
+	d->replication = NULL;
+	d->requests.replication = NULL;
 	caches_free(d->caches);
 	d->caches = NULL;
 	d->requests.caches = NULL;

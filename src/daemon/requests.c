@@ -16,6 +16,7 @@
 #include "control_server.h"
 #include "log.h"
 #include "loop.h"
+#include "replication.h"
 #include "report.h"
 
 /* What a request needs in order to make sense. */
@@ -188,6 +189,8 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	report_daemon(ctx, r);
 	if (ctx->caches)
 		caches_report(ctx->caches, r);
+	if (ctx->replication)
+		replication_report(ctx->replication, r);
 	report_control(ctx, r);
 	send_report(req, r);
 	report_free(r);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 struct caches;
+struct replication;
 struct config;
 struct control_server;
 struct loop;
@@ -21,6 +22,7 @@ struct requests_ctx {
 	struct loop *loop;
 	struct control_server *ctl;
 	struct caches *caches;      /* NULL without Sync or Stats */
+	struct replication *replication; /* NULL without Sync */
 	uint64_t started_ms;        /* loop clock at start */
 	time_t started_wall;
 };

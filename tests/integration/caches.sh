@@ -13,6 +13,7 @@ require_cmd conntrack python3
 CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
 CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
 NS=$(make_netns fw)
+give_sync_link "$NS"
 ct() { ip netns exec "$NS" conntrack "$@" 2>/dev/null; }
 ctload() { ip netns exec "$NS" "$CTLOAD" "$@"; }
 ip netns exec "$NS" sysctl -qw net.netfilter.nf_conntrack_events=1
@@ -31,7 +32,7 @@ General {
 }
 Sync {
 	Mode FTFW { }
-	UDP { IPv4_address 198.18.0.1 IPv4_Destination_Address 198.18.0.2 Port 3780 Interface lo }
+	UDP { IPv4_address 198.18.0.1 IPv4_Destination_Address 198.18.0.2 Port 3780 Interface sync0 }
 }
 CONF
 	C=(-C "$WORK/$name.conf")

@@ -29,7 +29,7 @@ Sync {
 		IPv4_address 198.18.0.1
 		IPv4_Destination_Address 198.18.0.2
 		Port 3780
-		Interface lo
+		Interface sync0
 	}
 }
 CONF
@@ -38,6 +38,7 @@ CONF
 lock_pid() { head -n1 "$LOCK" 2>/dev/null; }
 # The daemon follows the kernel's conntrack table: give it a namespace of its own.
 NS=$(make_netns fw)
+give_sync_link "$NS"
 in_ns() { ip netns exec "$NS" "$@"; }
 socket_ready() { [[ -S $SOCK ]] && "$CTSYNCD" -C "$CONF" -s >/dev/null 2>&1; }
 
@@ -91,10 +92,10 @@ check "and prints ctsyncd's statistics" contains "$out" uptime
 out=$(conntrackd -C "$CONF" -s runtime 2>&1)
 check "conntrackd -s runtime works too" contains "$out" uptime
 
-out=$("$CTSYNCD" -C "$CONF" -B 2>&1); rc=$?
-check "-B without the sync protocol exits 1 (rc=$rc)" test $rc -eq 1
+out=$("$CTSYNCD" -C "$CONF" -i expect 2>&1); rc=$?
+check "-i expect (expectations are not replicated yet) exits 1 (rc=$rc)" test $rc -eq 1
 check "and says why: $out" contains "$out" 'not available' 
-out=$(conntrackd -C "$CONF" -B 2>&1); rc=$?
+out=$(conntrackd -C "$CONF" -i expect 2>&1); rc=$?
 check "conntrackd's client gets the same explanation: $out" contains "$out" 'not available' 
 
 # --- a second instance with the same lock is refused ---------------------------

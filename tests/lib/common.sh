@@ -111,3 +111,11 @@ finish() {
 
 # contains TEXT PATTERN: grep -E PATTERN in TEXT.
 contains() { grep -Eq -- "$2" <<<"$1"; }
+
+# give_sync_link NS: a device "sync0" with 198.18.0.1/24 in NS, for a daemon
+# whose peer is not there (198.18.0.2 never answers; datagrams just go).
+give_sync_link() {
+	ip -n "$1" link add sync0 type veth peer name sync1 &&
+	ip -n "$1" addr add 198.18.0.1/24 dev sync0 &&
+	ip -n "$1" link set sync0 up && ip -n "$1" link set sync1 up
+}

@@ -1,0 +1,405 @@
+/*
+ * sync.h - the replication modes as pure state machines (module `sync`).
+ *
+ * FTFW, the reliable mode of conntrackd 1.4.7, with its wire behaviour
+ * (§2 of shared/reference/conntrackd-1.4.7-facts.md): one sequence counter
+ * for every message sent, ACK window, NACK on gaps, HELLO/HELLO_BACK,
+ * ALIVE, RESYNC; and NOTRACK (§3, best effort) as a variant of the same
+ * engine.  What ctsyncd adds so that the pair always converges, still in
+ * the 1.4.7 wire format, is said in "Beyond 1.4.7" below and at each place
+ * in src/sync/ where we do it.
+ *
+ * The engine is pure: no system call, no clock, no randomness, no
+ * allocation after ftfw_new().  The caller passes the time (`now`, in
+ * milliseconds of any monotonic clock) to every call that needs it, and
+ * gets output through the callbacks of struct ftfw_ops, called
+ * synchronously from within the engine's calls.  Not thread-safe.
+ *
+ * The internal table.  The engine sends the flows of the caller's internal
+ * table (struct flow_table, created with at least FTFW_USER_BYTES of user
+ * area): a flow is queued by its handle, with the queue links kept in the
+ * entry's user area, so queueing allocates nothing and a flow is in at
+ * most one queue at a time.  The message for a flow is encoded when it is
+ * transmitted, from the flow's current state, with the type from the entry
+ * flags (FLOW_ENTRY_DEAD -> CT_DEL, FLOW_ENTRY_UPDATED -> CT_UPD, else
+ * CT_NEW): only the latest state of a flow is ever sent or resent.
+ * The owner changes the table and then tells the engine:
+ *   - after an upsert or flow_table_mark_dead(): ftfw_flow_changed();
+ *   - before flow_table_delete() of an entry it deletes on its own (a
+ *     flush, a purge): ftfw_flow_forget(); before flow_table_clear():
+ *     ftfw_forget_all();
+ *   - a dead flow is deleted by the owner when the engine calls
+ *     ops->dead_acked() (its CT_DEL was acknowledged by every peer; in
+ *     NOTRACK: sent).  The engine never deletes entries itself.
+ *
+ * Peers.  The caller names each sending peer by a small id below
+ * FTFW_PEERS_MAX (its link address mapped to an index; 0 for the one peer
+ * of a unicast link).  The engine keeps one struct per peer: the receiver
+ * state of that peer's sequence space (what 1.4.7 keeps once per process,
+ * §2.3) and what the sender needs to know of it (which of our messages it
+ * acknowledged, whether it answered our HELLO).  With multicast and three
+ * or more nodes, every node then tracks every other node's sequence space
+ * on its own, and a message of ours leaves the resend queue only when
+ * every peer has acknowledged it.  ACK and NACK ranges do not say whose
+ * sequence space they are in; the engine only applies a range to the part
+ * that lies inside its own window of unacknowledged sequence numbers, so
+ * nodes of a multicast group must start their counters far apart: see
+ * ftfw_initial_seq() (time(NULL), as 1.4.7 uses it, makes nodes started
+ * in the same second share a sequence space).
+ *
+ * Beyond 1.4.7 (issue 4).  Each of these changes only when and which
+ * messages we send, never their format; a 1.4.7 peer sees ordinary
+ * messages, and its own behaviour is what §2 describes:
+ *  1. Sequence numbers are tracked from the very first message, also while
+ *     the peer's HELLO is pending; 1.4.7 takes every HELLO message as
+ *     "in sync" and so never NACKs what was lost during a handshake.
+ *     (rx.c says how a restart is still told from a handshake going on.)
+ *  2. Unacknowledged data is retransmitted after a timeout (RTO 1.5 s;
+ *     while the peers are silent only the oldest message is resent, with
+ *     the timeout doubled up to 12 s), and sooner when messages sent after
+ *     it were acknowledged (fast retransmit), so lost data, lost ACKs, lost
+ *     NACKs and the last messages before going quiet are always repaired.
+ *     A retransmission is an ordinary message with a fresh sequence
+ *     number, as 1.4.7's NACK-triggered retransmissions are.
+ *  3. A full resend queue never drops a state: at most ResendQueueSize
+ *     data messages are in flight, the rest wait in the tx queue (which
+ *     costs nothing: it is the flows' own links).  Keep ResendQueueSize
+ *     above the peer's ACKWindowSize (the defaults are 131072 and 300), or
+ *     each round waits for the peer's one-second ACK timer.
+ *  4. Bulk sends (-B, RESYNC answers) walk the table in slices as the
+ *     in-flight window drains: a million flows need no allocation.
+ *  5. One receiver state per sending peer (above).  In a multicast group
+ *     a peer first heard after we released messages (or heard again after
+ *     peer_timeout_ms) may have missed some, a DEL among them: we start a
+ *     new sequence space with HELLO, which its owner takes for a restart
+ *     (flush, resync); and a RESYNC request of ours answered before such a
+ *     peer was known is sent again.
+ *  6. On a restarted peer's HELLO, 1.4.7 drops its resend queue; we queue
+ *     those flows for transmission again instead.
+ *  7. ACKs are due one second after the first unacknowledged message,
+ *     even while we keep sending (1.4.7 re-arms its one-second timer on
+ *     every transmission, so a busy 1.4.7 node ACKs only per window).
+ *     The one-second ALIVE, and the ACK sent in its place, are 1.4.7's.
+ *  8. ACK and NACK control messages are not kept for retransmission (1.4.7
+ *     keeps them in its resend queue): with (2) a lost ACK or NACK costs a
+ *     retransmission of data, never a state.  A NACK naming one of them
+ *     resends nothing, which is also what 1.4.7 does for elements it has
+ *     already released.  RESYNC requests are kept and retransmitted until
+ *     acknowledged.
+ *  9. A gap is NACKed again, a second and then up to 8 s apart, a dozen
+ *     times: a 1.4.7 sender never retransmits on its own, so a lost NACK
+ *     would lose its states; a repeated NACK names numbers it still
+ *     holds (we never ACK a gap), or, if the first one got through,
+ *     numbers no sender holds any more, which resend nothing.
+ * 10. An ACK also covers the ranges of the two ACKs before it when no gap
+ *     lies between, so that one lost ACK does not wait for the RTO.
+ *     Acknowledging a number twice is harmless to any sender.
+ * 11. And every ACK is sent a second time 20 ms later, in another
+ *     datagram, for the ranges that end at a gap.  (10) and (11) cost
+ *     16-byte messages and turn most lost ACKs into no retransmission at
+ *     all; plain_acks turns both off.
+ * 12. The ACK window counts data and RESYNC messages only: 1.4.7 counts
+ *     every message, so a small window, or three nodes, make ACKs answer
+ *     ACKs without end.  Control messages are still acknowledged, by the
+ *     timer, as 1.4.7 acknowledges them.
+ * 13. HELLO_BACK answers a HELLO we accepted (not one dropped as old), and
+ *     a peer's ACKs and NACKs count only once it has answered our HELLO:
+ *     before that they name numbers of a sequence space it tracked before
+ *     (our previous process's, which time(NULL) counters overlap).
+ *
+ * Errors: functions returning int give 0 or a negative errno.
+ */
+#ifndef CTSYNCD_SYNC_H
+#define CTSYNCD_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flow.h"
+#include "flow_table.h"
+#include "wire.h"
+
+struct ftfw;
+
+/* Bytes of the internal table's user area the engine needs (flow_table_options.user_bytes). */
+#define FTFW_USER_BYTES         24u
+/* Peer ids are 0 .. FTFW_PEERS_MAX - 1. */
+#define FTFW_PEERS_MAX          16u
+
+/* Defaults, in the units of struct ftfw_config. */
+#define FTFW_DEFAULT_RESEND_QUEUE_SIZE  131072u /* ResendQueueSize (§2.1, §10) */
+#define FTFW_DEFAULT_ACK_WINDOW         300u    /* ACKWindowSize (§2.3, §10) */
+#define FTFW_TIMER_MS                   1000u   /* 1.4.7's constant ALIVE/ACK timer (§2.2) */
+#define FTFW_DEFAULT_RTO_MS             1500u
+#define FTFW_DEFAULT_RTO_MAX_MS         12000u
+
+/*
+ * The longest message the engine emits: a conntrack message
+ * (WIRE_CT_MAX_LEN; labels make it longer than some MTUs, and the channel
+ * then sends it in a datagram of its own) or a 16-byte control message.
+ */
+#define FTFW_MSG_MAX            WIRE_CT_MAX_LEN
+
+enum ftfw_mode {
+	FTFW_MODE_FTFW,         /* reliable (§2) */
+	FTFW_MODE_NOTRACK,      /* best effort (§3): no HELLO, ACK, NACK; nothing resent */
+};
+
+struct ftfw_config {
+	enum ftfw_mode mode;
+	/*
+	 * ResendQueueSize: the most data messages in flight (sent, not yet
+	 * acknowledged by every peer).  Beyond it flows wait in the tx queue.
+	 * 0 = FTFW_DEFAULT_RESEND_QUEUE_SIZE.  The engine allocates 4 bytes
+	 * per sequence number of twice that (rounded up to a power of two):
+	 * 1 MiB for the default.
+	 */
+	uint32_t resend_queue_size;
+	/* ACKWindowSize: ACK after this many in-order data or RESYNC messages.  0 = default. */
+	uint32_t ack_window;
+	/* WIRE_ENC_* for the conntrack messages sent (TIMEOUT unless CommitTimeout, WSCALE ...). */
+	unsigned enc_opts;
+	/* Retransmission timeout, first and largest value, ms.  0 = defaults. */
+	uint32_t rto_ms;
+	uint32_t rto_max_ms;
+	/*
+	 * A peer not heard from for this long stops holding back our resend
+	 * queue (its acknowledgements are no longer waited for).  When it is
+	 * heard again it may have missed messages released meanwhile, so we
+	 * start a new sequence space with HELLO, which its owner takes for a
+	 * restart of ours (FTFW_PEER_RESTARTED: flush, resync).  Meant for
+	 * multicast groups, where a node that left would otherwise stall the
+	 * others.  0 = never: with one peer, unacknowledged states simply
+	 * wait for it.
+	 */
+	uint32_t peer_timeout_ms;
+	/*
+	 * ACK exactly as 1.4.7 does: no widened ranges, no repeats
+	 * ("Beyond 1.4.7" 10 and 11).  For comparing traces with 1.4.7's;
+	 * the default (false) repairs lost ACKs sooner.
+	 */
+	bool plain_acks;
+};
+
+/* What happened to a sending peer, for ops->peer_event. */
+enum ftfw_peer_event {
+	FTFW_PEER_NEW,          /* first message ever from this peer id */
+	/*
+	 * The peer restarted: a HELLO, or a jump of its sequence numbers that
+	 * no loss explains, began a new sequence space.  What it had sent
+	 * before and we have not received is gone with it, and what it
+	 * received from us is gone too (the engine already queued our
+	 * unacknowledged flows again).  A backup may flush what it holds from
+	 * this peer and call ftfw_request_resync().
+	 */
+	FTFW_PEER_RESTARTED,
+	FTFW_PEER_LOST,         /* silent for peer_timeout_ms: no longer waited for */
+	FTFW_PEER_BACK,         /* heard again after FTFW_PEER_LOST */
+};
+
+/*
+ * The callbacks.  `arg` is the pointer given to ftfw_new().  They run
+ * inside the engine's calls and must not call back into the engine, with
+ * these exceptions: dead_acked() may flow_table_delete() the handle (it is
+ * already out of every queue), and peer_event() may call
+ * ftfw_request_resync() and ftfw_bulk() (and change the external table).
+ */
+struct ftfw_ops {
+	/*
+	 * One encoded message, to be appended to the channel's buffer (which
+	 * packs messages into datagrams of MTU - 28 and flushes once per loop
+	 * iteration).  `msg` is valid during the call only.  Required.
+	 */
+	void (*emit)(void *arg, const void *msg, size_t len);
+	/*
+	 * A conntrack state received from `peer`: type CT_NEW (replace),
+	 * CT_UPD (update or create) or CT_DEL (remove).  `f` is normalised
+	 * and valid during the call only.  Required.
+	 */
+	void (*apply)(void *arg, unsigned peer, uint8_t type, const struct flow_full *f);
+	/* An expectation (EXP_NEW/UPD/DEL) from `peer`.  NULL: decoded, counted, ignored. */
+	void (*apply_exp)(void *arg, unsigned peer, uint8_t type, const struct wire_expect *x);
+	/* The CT_DEL of dead flow `handle` was acknowledged: delete it now.  Required. */
+	void (*dead_acked)(void *arg, uint32_t handle);
+	/* Optional. */
+	void (*peer_event)(void *arg, unsigned peer, enum ftfw_peer_event ev);
+};
+
+/*
+ * An initial sequence number for ftfw_new(), from the time in seconds and
+ * a value that differs between the nodes of a group (a hash of the node's
+ * sync address).  1.4.7 uses time(NULL) itself; so may we, but then a
+ * daemon restarted during an unfinished handshake starts a few numbers
+ * from where it stopped, and its peer cannot tell the restart from the
+ * handshake going on (the format has no session id; see rx.c).  This
+ * scrambles the time (a bijection: one value per second for 136 years)
+ * so that successive runs start far apart, and the salt keeps the nodes
+ * of a multicast group apart.  A random value (getrandom) does as well.
+ */
+uint32_t ftfw_initial_seq(uint32_t time_s, uint32_t salt);
+
+/*
+ * Create an engine over `internal` (which must have a user area of at
+ * least FTFW_USER_BYTES; the engine resets the user area of every entry
+ * already in it, and owns the first FTFW_USER_BYTES of it from now on).
+ * `initial_seq` is the first sequence number sent: ftfw_initial_seq()
+ * or a random value (1.4.7: time(NULL)).
+ * `now` starts the ALIVE timer: the first ALIVE (with HELLO) goes out one
+ * second later if nothing else was sent.  The caller keeps `internal`
+ * alive as long as the engine.  0 and *out, or -EINVAL (no emit, apply
+ * or dead_acked callback, an unknown mode, or an entry already in the
+ * table without a user area; a user area too small cannot be seen) or
+ * -ENOMEM.
+ */
+int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *arg,
+	     struct flow_table *internal, uint32_t initial_seq, uint64_t now,
+	     struct ftfw **out);
+/* Free the engine; the table and its entries are the caller's and are left as they are. */
+void ftfw_free(struct ftfw *e);
+
+/* ---- the internal table ------------------------------------------------------ */
+
+/*
+ * Flow `h` was inserted, updated, revived or marked dead: queue it for
+ * transmission.  Already waiting in the tx queue: nothing to do (its
+ * current state is what will be sent).  In flight: the message in flight
+ * is abandoned (an ACK or NACK naming it will find nothing) and the flow
+ * waits in the tx queue.  -ENOENT for a handle the table does not know.
+ */
+int ftfw_flow_changed(struct ftfw *e, uint32_t h);
+/* Take `h` out of whatever queue holds it; call before deleting it on your own. */
+void ftfw_flow_forget(struct ftfw *e, uint32_t h);
+/* Empty every queue; call before flow_table_clear() of the internal table. */
+void ftfw_forget_all(struct ftfw *e);
+
+/* ---- the peer's messages --------------------------------------------------------- */
+
+/*
+ * One message from peer `peer`, as the splitter gave it (WIRE_SPLIT_MSG;
+ * a message with reason WIRE_R_WRONG_VERSION is counted and skipped
+ * before sequence tracking, §1.8 step 5).  Data goes to ops->apply,
+ * ACK/NACK/RESYNC act on our queues, and ACKs and NACKs we owe are
+ * emitted from within this call.  -EINVAL for a peer id out of range.
+ */
+int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64_t now);
+/*
+ * Count a datagram (or stream) the splitter stopped on: WIRE_SPLIT_ERROR
+ * with its reason (truncated, bad size), for `-s network`.
+ */
+void ftfw_count_rejected(struct ftfw *e, unsigned peer, enum wire_reason r);
+
+/* ---- transmission and timers -------------------------------------------------------- */
+
+/*
+ * Transmit from the queues: a pending RESYNC request first, then
+ * retransmissions, then the tx queue, then the next slice of a bulk send,
+ * as long as fewer than ResendQueueSize data messages are in flight and
+ * the next message fits in what is left of `budget` bytes (SIZE_MAX: no
+ * limit).  Call once per loop iteration (the daemon's before-sleep hook),
+ * then flush the channel.  Returns the bytes emitted.
+ */
+size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget);
+/* Would ftfw_send() emit something now (data waiting and room in flight)? */
+bool ftfw_send_ready(const struct ftfw *e);
+/*
+ * Run the timers: retransmission timeout, ACKs due, ALIVE after a second
+ * without transmission, peers gone silent.  Call when ftfw_next_deadline()
+ * is reached (calling it earlier or more often is harmless).
+ */
+void ftfw_tick(struct ftfw *e, uint64_t now);
+/* The earliest time ftfw_tick() has something to do, or UINT64_MAX. */
+uint64_t ftfw_next_deadline(const struct ftfw *e);
+
+/* ---- requests ----------------------------------------------------------------- */
+
+/*
+ * -n, StartupResync: ask the peers for their whole internal table.  The
+ * RESYNC request is sent by the next ftfw_send() and retransmitted until
+ * acknowledged.  A request while an earlier one is still unacknowledged
+ * replaces it with a fresh one (the peer may have answered the earlier
+ * one before the caller flushed what it holds).
+ */
+void ftfw_request_resync(struct ftfw *e);
+/*
+ * -B, and the answer to a RESYNC request: queue every live flow of the
+ * internal table.  The table is walked in slices as the in-flight window
+ * drains; a bulk already running starts over.
+ */
+void ftfw_bulk(struct ftfw *e);
+
+/* ---- state and statistics ---------------------------------------------------------- */
+
+/*
+ * Nothing of ours outstanding: tx and retransmission queues empty, nothing
+ * in flight, no bulk walk and no RESYNC request unfinished.
+ */
+bool ftfw_idle(const struct ftfw *e);
+/* Bytes the message for flow `h` takes on the wire now, or a negative errno. */
+int ftfw_msg_size(struct ftfw *e, uint32_t h);
+/* The next sequence number we will send. */
+uint32_t ftfw_next_seq(const struct ftfw *e);
+
+/* Counters of `-s network`, `-s rsqueue`, `-s queue`; all since creation except the gauges. */
+struct ftfw_stats {
+	/* traffic */
+	uint64_t msg_sent, bytes_sent;          /* every message emitted */
+	uint64_t msg_recv, bytes_recv;          /* every message given to ftfw_receive */
+	uint64_t data_sent;                     /* conntrack messages, first and later transmissions */
+	uint64_t retransmitted;                 /* data sent again: NACK, RTO, fast, HELLO, soft restart */
+	uint64_t data_recv;                     /* data messages accepted and decoded */
+	uint64_t ack_sent, ack_recv;
+	uint64_t ack_repeated;                  /* ACKs sent a second time (rx.c) */
+	uint64_t nack_sent, nack_recv;
+	uint64_t nack_repeated;                 /* NACKs sent again for the same gap (rx.c) */
+	uint64_t alive_sent, alive_recv;
+	uint64_t resync_sent, resync_recv;
+	uint64_t rto_rounds;                    /* retransmission timeouts that fired */
+	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
+	/* message tracking (§1.8 step 8, §2.3) */
+	uint64_t seq_lost;                      /* sequence numbers skipped by gaps (counted exactly) */
+	uint64_t seq_before;                    /* old or duplicate messages dropped */
+	uint64_t peer_restarts;                 /* FTFW_PEER_RESTARTED */
+	uint64_t soft_restarts;                 /* new sequence spaces of ours (ftfw.c) */
+	uint64_t malformed[WIRE_R_MAX];         /* by reason: splitter, header, payload */
+	uint64_t exp_ignored;                   /* expectations with no apply_exp */
+	uint64_t tx_refused;                    /* flows the codec would not encode: dropped */
+	/* queues (gauges, except the maxima and stalls) */
+	uint32_t txq_len;                       /* waiting for a first transmission */
+	uint32_t retxq_len;                     /* waiting for a retransmission */
+	uint32_t inflight;                      /* the resend queue: sent, unacknowledged */
+	uint32_t inflight_max;                  /* ResendQueueSize */
+	uint32_t inflight_peak;
+	uint64_t flow_control_stalls;           /* ftfw_send stopped by a full window */
+	uint64_t ring_evictions;                /* sent again after a ring of newer numbers (queue.c) */
+	bool bulk_running;
+	bool resync_outstanding;
+	uint32_t peers;                         /* peers heard and not lost */
+};
+void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out);
+
+/* Per-peer receiver counters. */
+struct ftfw_peer_stats {
+	bool known;                             /* something was received from it */
+	bool lost;                              /* FTFW_PEER_LOST and not back */
+	bool hello_pending;                     /* it has not answered our HELLO yet */
+	bool in_hello;                          /* its last message carried HELLO */
+	uint32_t last_seq;                      /* its last sequence number accepted */
+	uint64_t msg_recv, seq_lost, seq_before, restarts;
+	uint64_t last_heard;                    /* `now` of its last message */
+};
+int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out);
+
+/* One element of the resend queue, oldest first (`-s rsqueue`). */
+struct ftfw_rsq_entry {
+	uint32_t seq;
+	uint32_t handle;                        /* the flow; 0 for a control message */
+	uint8_t flags;                          /* control message: WIRE_F_* */
+	uint16_t acked;                         /* bit n: peer n acknowledged it */
+	uint64_t sent;                          /* `now` of its transmission */
+};
+/* Call `fn` for each element of the resend queue, oldest first; stops early if fn returns false. */
+void ftfw_rsqueue_foreach(const struct ftfw *e,
+			  bool (*fn)(void *arg, const struct ftfw_rsq_entry *ent), void *arg);
+
+#endif

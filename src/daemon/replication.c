@@ -1,0 +1,413 @@
+/*
+ * replication.c - the sync engine between the caches and the links.
+ *
+ * Local changes of the internal cache queue flows in the engine; once per
+ * loop iteration (the before-sleep hook) the engine emits what the link
+ * can take and the link group flushes its datagrams.  Received datagrams
+ * are split into messages and fed to the engine, whose decoded states go
+ * into the external cache (or straight into the kernel).
+ */
+#include "build-config.h"
+#include "replication.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "caches.h"
+#include "config.h"
+#include "control_server.h"
+#include "flow_table.h"
+#include "link.h"
+#include "log.h"
+#include "loop.h"
+#include "report.h"
+#include "sync.h"
+#include "wire.h"
+
+/*
+ * Bytes the engine may emit per loop iteration: enough to fill the link
+ * quickly, small enough that a bulk of a million states never floods the
+ * link's queue (the engine goes on at the next iteration).
+ */
+#define SEND_BUDGET (256u * 1024u)
+
+_Static_assert(FTFW_USER_BYTES <= CACHES_USER_BYTES, "the internal cache's user area is too small");
+
+struct peer_addr {
+	bool used;
+	int family;
+	uint8_t addr[16];
+};
+
+struct replication {
+	const struct config *cfg;
+	struct loop *loop;
+	struct caches *caches;
+	struct link_group *links;
+	struct ftfw *engine;
+	struct loop_timer *timer;
+	struct peer_addr peers[FTFW_PEERS_MAX];
+	uint64_t unknown_peers;       /* datagrams from more peers than we track */
+	uint64_t datagrams;
+};
+
+/*
+ * Peers are told apart by address only: conntrackd sends from an unbound
+ * socket, so its source port changes with every restart.
+ */
+static int peer_id(struct replication *r, const struct sockaddr *src)
+{
+	uint8_t addr[16] = { 0 };
+	int family = src ? src->sa_family : AF_UNSPEC;
+
+	if (family == AF_INET)
+		memcpy(addr, &((const struct sockaddr_in *)src)->sin_addr, 4);
+	else if (family == AF_INET6)
+		memcpy(addr, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
+		struct peer_addr *p = &r->peers[i];
+
+		if (p->used && p->family == family && memcmp(p->addr, addr, 16) == 0)
+			return (int)i;
+		if (!p->used) {
+			*p = (struct peer_addr){ .used = true, .family = family };
+			memcpy(p->addr, addr, 16);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
+static void on_receive(void *arg, struct link *from, const void *buf, size_t len,
+		       const struct sockaddr *src)
+{
+	struct replication *r = arg;
+	uint64_t now = loop_now_ms(r->loop);
+	struct wire_split split;
+	struct wire_msg m;
+	int peer = peer_id(r, src);
+
+	r->datagrams++;
+	if (peer < 0) {
+		r->unknown_peers++;
+		return;
+	}
+	wire_split_init(&split, buf, len, false);
+	for (;;) {
+		enum wire_split_status st = wire_split_next(&split, &m);
+
+		if (st == WIRE_SPLIT_MSG) {
+			ftfw_receive(r->engine, (unsigned)peer, &m, now);
+			continue;
+		}
+		if (st == WIRE_SPLIT_ERROR)
+			ftfw_count_rejected(r->engine, (unsigned)peer, m.reason);
+		break;
+	}
+}
+
+static void emit(void *arg, const void *msg, size_t len)
+{
+	struct replication *r = arg;
+
+	link_group_append(r->links, msg, len);
+}
+
+static void apply(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct replication *r = arg;
+
+	caches_apply_remote(r->caches, type, f);
+}
+
+static void dead_acked(void *arg, uint32_t handle)
+{
+	struct replication *r = arg;
+
+	caches_forget_dead(r->caches, handle);
+}
+
+static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
+{
+	static const char *const what[] = {
+		[FTFW_PEER_NEW] = "first message from the peer",
+		[FTFW_PEER_RESTARTED] = "the peer restarted (new sequence space)",
+		[FTFW_PEER_LOST] = "the peer went silent",
+		[FTFW_PEER_BACK] = "the peer is back; sending it everything",
+	};
+
+	log_notice("sync: %s (peer %u)", what[ev], peer);
+}
+
+static void on_local_change(void *arg, uint32_t handle, enum kernel_event ev)
+{
+	struct replication *r = arg;
+
+	ftfw_flow_changed(r->engine, handle);
+}
+
+static void on_local_forget(void *arg, uint32_t handle)
+{
+	struct replication *r = arg;
+
+	ftfw_flow_forget(r->engine, handle);
+}
+
+static void arm_timer(struct replication *r)
+{
+	uint64_t now = loop_now_ms(r->loop), next = ftfw_next_deadline(r->engine);
+
+	if (ftfw_send_ready(r->engine) && !link_group_backlog(r->links))
+		next = now;   /* more to send: come back at once */
+	if (next == UINT64_MAX)
+		loop_timer_disarm(r->timer);
+	else
+		loop_timer_arm(r->timer, next > now ? next - now : 0);
+}
+
+/* Once per loop iteration: transmit, flush the datagrams, re-arm. */
+static void before_sleep(struct loop *loop, void *arg)
+{
+	struct replication *r = arg;
+	uint64_t now = loop_now_ms(loop);
+
+	ftfw_tick(r->engine, now);
+	if (!link_group_backlog(r->links))
+		ftfw_send(r->engine, now, SEND_BUDGET);
+	link_group_flush(r->links);
+	arm_timer(r);
+}
+
+/* The timer only wakes the loop up; before_sleep does the work. */
+static void on_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+}
+
+/* ---- control requests ---------------------------------------------------------- */
+
+static enum control_result answer_bulk(struct control_request *req, void *arg)
+{
+	struct replication *r = arg;
+
+	ftfw_bulk(r->engine);
+	control_request_printf(req, "bulk send of %u states started\n",
+			       flow_table_count(caches_internal(r->caches)));
+	return CONTROL_DONE;
+}
+
+static enum control_result answer_resync(struct control_request *req, void *arg)
+{
+	struct replication *r = arg;
+
+	ftfw_request_resync(r->engine);
+	control_request_printf(req, "resynchronisation requested from the peer\n");
+	return CONTROL_DONE;
+}
+
+static void report_sync(struct replication *r, struct report *rep)
+{
+	struct ftfw_stats st;
+	uint64_t malformed = 0;
+
+	ftfw_stats(r->engine, &st);
+	for (unsigned i = 0; i < WIRE_R_MAX; i++)
+		malformed += st.malformed[i];
+	report_begin(rep, "sync");
+	report_str(rep, "mode", config_mode_name(r->cfg->sync.mode));
+	report_u64(rep, "messages_sent", st.msg_sent);
+	report_u64(rep, "bytes_sent", st.bytes_sent);
+	report_u64(rep, "messages_received", st.msg_recv);
+	report_u64(rep, "bytes_received", st.bytes_recv);
+	report_u64(rep, "states_sent", st.data_sent);
+	report_u64(rep, "states_received", st.data_recv);
+	report_u64(rep, "retransmitted", st.retransmitted);
+	report_u64(rep, "ack_sent", st.ack_sent);
+	report_u64(rep, "ack_received", st.ack_recv);
+	report_u64(rep, "nack_sent", st.nack_sent);
+	report_u64(rep, "nack_received", st.nack_recv);
+	report_u64(rep, "resync_sent", st.resync_sent);
+	report_u64(rep, "resync_received", st.resync_recv);
+	report_u64(rep, "retransmission_timeouts", st.rto_rounds);
+	report_u64(rep, "sequence_lost", st.seq_lost);
+	report_u64(rep, "sequence_before", st.seq_before);
+	report_u64(rep, "peer_restarts", st.peer_restarts);
+	report_u64(rep, "malformed", malformed);
+	report_u64(rep, "datagrams_received", r->datagrams);
+	report_u64(rep, "datagrams_from_untracked_peers", r->unknown_peers);
+	report_end(rep);
+}
+
+static void report_network(struct replication *r, struct report *rep)
+{
+	struct ftfw_stats st;
+
+	ftfw_stats(r->engine, &st);
+	report_sync(r, rep);
+	report_begin(rep, "malformed");
+	for (unsigned i = 1; i < WIRE_R_MAX; i++)
+		report_u64(rep, wire_reason_key(i), st.malformed[i]);
+	report_end(rep);
+}
+
+static void report_queues(struct replication *r, struct report *rep)
+{
+	struct ftfw_stats st;
+
+	ftfw_stats(r->engine, &st);
+	report_begin(rep, "queues");
+	report_u64(rep, "tx_queue", st.txq_len);
+	report_u64(rep, "retransmission_queue", st.retxq_len);
+	report_u64(rep, "in_flight", st.inflight);
+	report_u64(rep, "in_flight_max", st.inflight_max);
+	report_u64(rep, "in_flight_peak", st.inflight_peak);
+	report_u64(rep, "flow_control_stalls", st.flow_control_stalls);
+	report_bool(rep, "bulk_running", st.bulk_running);
+	report_bool(rep, "resync_outstanding", st.resync_outstanding);
+	report_bool(rep, "idle", ftfw_idle(r->engine));
+	report_end(rep);
+}
+
+static enum control_result answer_stats(struct control_request *req, void *arg)
+{
+	struct replication *r = arg;
+	struct report *rep = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+	const char *text;
+	size_t len;
+
+	if (!rep) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	switch (control_request_code(req)) {
+	case CTL_STATS_NETWORK:
+		report_network(r, rep);
+		report_begin(rep, "links");
+		link_group_report(r->links, rep);
+		report_end(rep);
+		break;
+	case CTL_STATS_LINK:
+		link_group_report(r->links, rep);
+		break;
+	default: /* rsqueue, queue */
+		report_queues(r, rep);
+		break;
+	}
+	text = report_finish(rep, &len);
+	if (text)
+		control_request_write(req, text, len);
+	report_free(rep);
+	return CONTROL_DONE;
+}
+
+void replication_report(struct replication *r, struct report *rep)
+{
+	report_sync(r, rep);
+	report_queues(r, rep);
+}
+
+int replication_register(struct replication *r, struct control_server *ctl)
+{
+	int err = 0;
+
+	err |= control_server_register(ctl, CTL_SEND_BULK, answer_bulk, r);
+	err |= control_server_register(ctl, CTL_REQUEST_RESYNC, answer_resync, r);
+	err |= control_server_register(ctl, CTL_STATS_NETWORK, answer_stats, r);
+	err |= control_server_register(ctl, CTL_STATS_LINK, answer_stats, r);
+	err |= control_server_register(ctl, CTL_STATS_RSQUEUE, answer_stats, r);
+	err |= control_server_register(ctl, CTL_STATS_QUEUE, answer_stats, r);
+	return err ? -EINVAL : 0;
+}
+
+/* ---- life ---------------------------------------------------------------------------- */
+
+int replication_start(struct replication **out, const struct config *cfg, struct loop *loop,
+		      struct caches *caches)
+{
+	static const struct ftfw_ops ops = {
+		.emit = emit, .apply = apply, .dead_acked = dead_acked, .peer_event = peer_event,
+	};
+	struct ftfw_config fc = {
+		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK : FTFW_MODE_FTFW,
+		.resend_queue_size = cfg->sync.resend_queue_size,
+		.ack_window = cfg->sync.ack_window_size,
+		/* UDPlite ports too: 1.4.7 accepts them, and its keys become complete. */
+		.enc_opts = WIRE_ENC_UDPLITE_PORTS |
+			    (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
+			    (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0),
+	};
+	struct link_group_params lp = {
+		.sync = &cfg->sync,
+		.event_iteration_limit = cfg->general.event_iteration_limit,
+		.on_receive = on_receive,
+	};
+	struct caches_listener listener = { .changed = on_local_change, .forget = on_local_forget };
+	struct replication *r;
+	uint32_t seq = (uint32_t)time(NULL);
+	int err;
+
+	if (cfg->sync.mode == CONFIG_MODE_ALARM) {
+		log_error("Mode ALARM is not implemented in this version of ctsyncd; use FTFW or NOTRACK");
+		return -EOPNOTSUPP;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->cfg = cfg;
+	r->loop = loop;
+	r->caches = caches;
+	lp.arg = r;
+	if (cfg->sync.links[0].kind == CONFIG_LINK_MCAST) {
+		/* Nodes of a group must not share a sequence space (sync.h): start far apart. */
+		if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
+			seq ^= (uint32_t)getpid() << 16;
+		fc.peer_timeout_ms = 30000;
+	}
+	err = link_group_open(&r->links, loop, &lp);
+	if (err < 0) {
+		log_error("cannot open the sync links: %s", strerror(-err));
+		free(r);
+		return err;
+	}
+	err = ftfw_new(&fc, &ops, r, caches_internal(caches), seq, loop_now_ms(loop), &r->engine);
+	if (err == 0) {
+		r->timer = loop_timer_new(loop, on_timer, r);
+		if (!r->timer)
+			err = -ENOMEM;
+	}
+	if (err == 0)
+		err = loop_before_sleep(loop, before_sleep, r);
+	if (err < 0) {
+		log_error("cannot start the sync engine: %s", strerror(-err));
+		replication_stop(r);
+		return err;
+	}
+	listener.arg = r;
+	caches_set_listener(caches, &listener);
+	if (cfg->sync.startup_resync)
+		ftfw_request_resync(r->engine);
+	*out = r;
+	return 0;
+}
+
+void replication_stop(struct replication *r)
+{
+	struct caches_listener none = { 0 };
+
+	if (!r)
+		return;
+	if (r->engine && r->links) {
+		/* What is already queued for the link goes out before we leave. */
+		link_group_flush(r->links);
+	}
+	caches_set_listener(r->caches, &none);
+	ftfw_free(r->engine);
+	link_group_close(r->links);
+	loop_timer_free(r->timer);
+	free(r);
+}

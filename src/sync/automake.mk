@@ -1,0 +1,21 @@
+# src/sync: the replication modes (FTFW, NOTRACK) as pure state machines.
+# ftfw_int.h is private to this folder.
+noinst_HEADERS += include/sync.h src/sync/ftfw_int.h
+libctsyncd_a_SOURCES += \
+	src/sync/queue.c \
+	src/sync/rx.c \
+	src/sync/ftfw.c
+
+check_PROGRAMS += tests/unit/check_ftfw
+TESTS += tests/unit/check_ftfw
+tests_unit_check_ftfw_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_ftfw_LDADD = $(UNIT_LIBS)
+
+# The deterministic simulation: two and three endpoints over a lossy,
+# duplicating, reordering, truncating channel with restarts.  By default
+# it runs seeds 1-1000; by hand: tests/sim/sim --seeds 1-100000.
+check_PROGRAMS += tests/sim/sim
+TESTS += tests/sim/sim
+tests_sim_sim_SOURCES = tests/sim/sim.c tests/sim/channel.c tests/sim/channel.h \
+	tests/sim/node.c tests/sim/node.h tests/sim/rng.h
+tests_sim_sim_LDADD = libctsyncd.a

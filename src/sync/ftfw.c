@@ -1,0 +1,722 @@
+/*
+ * ftfw.c - the sender side of FTFW (and NOTRACK): queues to the wire,
+ * ACK and NACK of our messages, the timers, bulk sends, statistics.
+ *
+ * Section numbers refer to shared/reference/conntrackd-1.4.7-facts.md.
+ * Where we differ from 1.4.7 on purpose, the comment says so and why the
+ * peer cannot tell (see also "Beyond 1.4.7" in include/sync.h).
+ */
+#include "ftfw_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A bulk walk visits at most this many entries per refill of the tx queue. */
+#define BULK_VISIT_MAX  4096u
+/* ...and stops a refill once it queued this many flows. */
+#define BULK_QUEUE_MAX  256u
+
+static uint8_t hello_flags(struct ftfw *e)
+{
+	uint8_t f = 0;
+
+	if (e->notrack)
+		return 0;       /* §3: NOTRACK has no HELLO */
+	if (e->hello_phase)
+		f |= WIRE_F_HELLO;
+	if (e->hello_back_pending)
+		f |= WIRE_F_HELLO_BACK;
+	return f;
+}
+
+/* Every message goes out here: it takes the next sequence number (§2.1). */
+static void emit_msg(struct ftfw *e, const void *msg, size_t len, uint8_t flags, uint64_t now)
+{
+	e->ops.emit(e->arg, msg, len);
+	e->seq++;
+	e->last_tx = max_u64(e->last_tx, now);
+	if (flags & WIRE_F_HELLO_BACK)
+		e->hello_back_pending = false;
+	e->st.msg_sent++;
+	e->st.bytes_sent += len;
+}
+
+void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now)
+{
+	uint8_t buf[WIRE_CTL_RANGE_LEN];
+	int n;
+
+	flags |= hello_flags(e);
+	n = wire_ctl_encode(buf, sizeof(buf), flags, e->seq, from, to);
+	if (n < 0)
+		return;         /* cannot happen: our flags are valid */
+	if (flags & WIRE_F_ACK)
+		e->st.ack_sent++;
+	else if (flags & WIRE_F_NACK)
+		e->st.nack_sent++;
+	else if (flags & WIRE_F_RESYNC)
+		e->st.resync_sent++;
+	else
+		e->st.alive_sent++;
+	emit_msg(e, buf, (size_t)n, flags, now);
+}
+
+/* ---- creation ---------------------------------------------------------------------- */
+
+uint32_t ftfw_initial_seq(uint32_t time_s, uint32_t salt)
+{
+	uint32_t z = salt * 0x85ebca6bu;
+
+	z ^= z >> 13;
+	/* Multiplying by an odd constant is a bijection; the golden ratio spreads neighbours. */
+	return (time_s * 0x9e3779b1u) ^ z;
+}
+
+int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *arg,
+	     struct flow_table *internal, uint32_t initial_seq, uint64_t now,
+	     struct ftfw **out)
+{
+	struct ftfw_config c = *cfg;
+	struct ftfw *e;
+	uint32_t cursor = 0, h;
+	int ret;
+
+	if (!ops->emit || !ops->apply || !ops->dead_acked || !internal)
+		return -EINVAL;
+	if (c.mode != FTFW_MODE_FTFW && c.mode != FTFW_MODE_NOTRACK)
+		return -EINVAL;
+	if (!c.resend_queue_size)
+		c.resend_queue_size = FTFW_DEFAULT_RESEND_QUEUE_SIZE;
+	if (!c.ack_window)
+		c.ack_window = FTFW_DEFAULT_ACK_WINDOW;
+	if (!c.rto_ms)
+		c.rto_ms = FTFW_DEFAULT_RTO_MS;
+	if (!c.rto_max_ms)
+		c.rto_max_ms = FTFW_DEFAULT_RTO_MAX_MS;
+	if (c.rto_max_ms < c.rto_ms)
+		c.rto_max_ms = c.rto_ms;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->cfg = c;
+	e->ops = *ops;
+	e->arg = arg;
+	e->t = internal;
+	e->notrack = c.mode == FTFW_MODE_NOTRACK;
+	e->seq = initial_seq;
+	e->now = now;
+	e->last_tx = now;       /* the first ALIVE one timer period from now (§2.4: 0x30) */
+	e->hello_phase = !e->notrack;
+	e->rto = c.rto_ms;
+	ret = ftfw_ring_alloc(e, e->notrack ? 1 : c.resend_queue_size > (1u << 30) ? 1u << 31 :
+			      2 * c.resend_queue_size);
+	if (ret < 0) {
+		free(e);
+		return ret;
+	}
+	/* Entries already in the table: whatever their user area held is not our state. */
+	while ((h = flow_table_next(internal, &cursor)) != 0) {
+		struct ftfw_link *l = ftfw_link_of(e, h);
+
+		if (!l) {
+			ftfw_free(e);
+			return -EINVAL;         /* no user area */
+		}
+		memset(l, 0, sizeof(*l));
+	}
+	*out = e;
+	return 0;
+}
+
+void ftfw_free(struct ftfw *e)
+{
+	if (!e)
+		return;
+	free(e->ring);
+	free(e);
+}
+
+/* ---- the internal table -------------------------------------------------------------- */
+
+int ftfw_flow_changed(struct ftfw *e, uint32_t h)
+{
+	struct ftfw_link *l = ftfw_link_of(e, h);
+
+	if (!l)
+		return -ENOENT;
+	switch (l->queue) {
+	case Q_TX:
+	case Q_RETX:
+		/* Already waiting: its current state is what will go out (§2.1). */
+		break;
+	case Q_RS:
+		/*
+		 * In flight with an older state: §2.1 moves it to the tx queue.
+		 * The old message is abandoned; if it arrives, the new one,
+		 * later in sequence, overwrites it at the peer.
+		 */
+	case Q_NONE:
+		ftfw_q_move(e, Q_TX, h, l);
+		break;
+	}
+	return 0;
+}
+
+void ftfw_flow_forget(struct ftfw *e, uint32_t h)
+{
+	struct ftfw_link *l = ftfw_link_of(e, h);
+
+	if (l)
+		ftfw_q_unlink(e, h, l);
+}
+
+void ftfw_forget_all(struct ftfw *e)
+{
+	for (int q = Q_TX; q < Q_COUNT; q++)
+		while (e->q[q].head) {
+			uint32_t h = e->q[q].head;
+
+			ftfw_q_unlink(e, h, ftfw_link_of(e, h));
+		}
+	e->bulk = false;
+	e->bulk_cursor = 0;
+}
+
+/* ---- ACK and NACK of our messages (§2.3 "Digest of control messages") ------------------ */
+
+static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
+{
+	if (l->sent > e->acked_sent_max)
+		e->acked_sent_max = l->sent;
+	ftfw_q_unlink(e, h, l);
+	e->released = true;
+	/* Progress: the peer is there and hears us; the next timeout starts afresh. */
+	e->rto = e->cfg.rto_ms;
+	e->rto_round_at = 0;
+	if (flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD)
+		e->ops.dead_acked(e->arg, h);   /* last: the owner deletes the entry */
+}
+
+static bool all_acked(const struct ftfw *e, uint16_t acked)
+{
+	return (acked & e->members) == e->members;
+}
+
+static void ack_one(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg)
+{
+	l->acked |= *(const uint16_t *)arg;
+	/*
+	 * 1.4.7 releases on the first ACK.  With several peers (multicast)
+	 * a message leaves only when every peer has it; with one peer that
+	 * is the same thing.
+	 */
+	if (all_acked(e, l->acked))
+		release(e, h, l);
+}
+
+static bool seq_in(uint32_t s, uint32_t from, uint32_t to)
+{
+	return !seq_before(s, from) && !seq_before(to, s);
+}
+
+/*
+ * Deviation 2, the fast path (as TCP's fast retransmit).  Receivers ACK
+ * a run of messages as soon as a gap ends it, repeat that ACK 20 ms
+ * later, and each ACK of a run also covers the run's earlier ranges
+ * (rx.c).  So when a message sent FAST_LEAD_MS after the oldest one in
+ * flight has been acknowledged, and the oldest is still not after
+ * FAST_WAIT_MS (the repeat, a round trip, reordering), the oldest or its
+ * ACKs were lost, and so were its NACKs: send it again now instead of
+ * after the RTO.  A wrong guess costs one duplicate message.
+ */
+#define FAST_LEAD_MS    20u
+#define FAST_WAIT_MS    100u
+
+static bool overdue(const struct ftfw *e, const struct ftfw_link *l)
+{
+	return l->sent + FAST_LEAD_MS <= e->acked_sent_max;
+}
+
+static void fast_retransmit(struct ftfw *e, uint64_t now)
+{
+	while (e->q[Q_RS].head) {
+		uint32_t h = e->q[Q_RS].head;
+		struct ftfw_link *l = ftfw_link_of(e, h);
+
+		if (!overdue(e, l) || now < l->sent + FAST_WAIT_MS)
+			break;
+		ftfw_q_move(e, Q_RETX, h, l);
+		e->st.fast_retransmits++;
+	}
+}
+
+static uint64_t fast_deadline(const struct ftfw *e)
+{
+	const struct ftfw_link *l;
+
+	if (e->notrack || !e->q[Q_RS].head)
+		return UINT64_MAX;
+	l = ftfw_link_of(e, e->q[Q_RS].head);
+	return overdue(e, l) ? l->sent + FAST_WAIT_MS : UINT64_MAX;
+}
+
+void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
+{
+	uint16_t bit = (uint16_t)(1u << peer);
+
+	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to)) {
+		e->resync_acked |= bit;
+		if (all_acked(e, e->resync_acked)) {
+			e->resync = RESYNC_NONE;
+			e->resync_answered = true;
+			e->rto = e->cfg.rto_ms;
+			e->rto_round_at = 0;
+		}
+	}
+	ftfw_rs_range(e, from, to, ack_one, &bit);
+}
+
+static void nack_one(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg)
+{
+	(void)arg;
+	/* §2.3: back to be sent again, with a new sequence number. */
+	ftfw_q_move(e, Q_RETX, h, l);
+}
+
+void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to)
+{
+	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to))
+		e->resync = RESYNC_PENDING;
+	/* Elements already acknowledged or released are not found: nothing to do (§2.3). */
+	ftfw_rs_range(e, from, to, nack_one, NULL);
+}
+
+void ftfw_requeue_inflight(struct ftfw *e)
+{
+	/*
+	 * §2.3 step 1: 1.4.7 empties its resend queue when a peer says HELLO,
+	 * and the states in it are lost for that peer until they change
+	 * again.  We send them again instead: the restarted peer has none of
+	 * them.  The peer sees ordinary messages either way.
+	 */
+	while (e->q[Q_RS].head) {
+		uint32_t h = e->q[Q_RS].head;
+
+		ftfw_q_move(e, Q_RETX, h, ftfw_link_of(e, h));
+	}
+	if (e->resync == RESYNC_INFLIGHT)
+		e->resync = RESYNC_PENDING;
+}
+
+void ftfw_members_changed(struct ftfw *e, uint16_t members)
+{
+	bool gone = (e->members & ~members) != 0;
+
+	e->members = members;
+	if (!gone || e->notrack)
+		return;
+	/* A peer left the set we wait for: what only it had not acknowledged is done. */
+	for (uint32_t h = e->q[Q_RS].head, next; h; h = next) {
+		struct ftfw_link *l = ftfw_link_of(e, h);
+
+		next = l->next;
+		if (all_acked(e, l->acked))
+			release(e, h, l);
+	}
+	if (e->resync == RESYNC_INFLIGHT && all_acked(e, e->resync_acked)) {
+		e->resync = RESYNC_NONE;
+		e->resync_answered = true;
+	}
+}
+
+/*
+ * A jump larger than the receivers' HELLO_WIN and JUMP_MAX (rx.c): with
+ * HELLO it starts a new sequence space at every ctsyncd receiver, as a
+ * restart does, and 1.4.7 resets on any HELLO anyway.
+ */
+#define SOFT_RESTART_JUMP       (1u << 22)
+
+/*
+ * In a multicast group a message leaves our resend queue once the peers
+ * we know have it; a peer we did not know yet (or had stopped waiting
+ * for) may have missed some, a DEL among them, and nothing would ever
+ * repair that: NACKs of released messages find nothing, and a bulk send
+ * does not remove what the peer should have deleted.  So we make every
+ * peer see us restart: a fresh sequence space and HELLO until each
+ * answers.  Their owners flush what they hold from us and ask for a
+ * resync (FTFW_PEER_RESTARTED), which our bulk answers.  With one peer
+ * this never happens: nothing is released before it is known, and it is
+ * never stopped being waited for unless peer_timeout_ms is set.
+ */
+void ftfw_soft_restart(struct ftfw *e)
+{
+	ftfw_requeue_inflight(e);
+	e->seq += SOFT_RESTART_JUMP;
+	e->hello_phase = true;
+	e->hello_done = 0;
+	e->released = false;
+	e->st.soft_restarts++;
+}
+
+/* ---- transmission ------------------------------------------------------------------ */
+
+static uint8_t flow_type(unsigned flags)
+{
+	/* §2.1: the type comes from the object's status at transmit time. */
+	if (flags & FLOW_ENTRY_DEAD)
+		return WIRE_T_CT_DEL;
+	if (flags & FLOW_ENTRY_UPDATED)
+		return WIRE_T_CT_UPD;
+	return WIRE_T_CT_NEW;
+}
+
+static int encode_flow(struct ftfw *e, uint32_t h, uint8_t hflags, uint32_t seq, unsigned *eflags)
+{
+	struct wire_hdr hdr = { 0 };
+
+	*eflags = flow_table_flags(e->t, h);
+	if (flow_table_export(e->t, h, &e->txflow) < 0)
+		return -ENOENT;
+	hdr.type = flow_type(*eflags);
+	hdr.flags = hflags;
+	hdr.seq = seq;
+	return wire_ct_encode(e->buf, sizeof(e->buf), &hdr, &e->txflow, e->cfg.enc_opts, NULL);
+}
+
+int ftfw_msg_size(struct ftfw *e, uint32_t h)
+{
+	if (flow_table_export(e->t, h, &e->txflow) < 0)
+		return -ENOENT;
+	return wire_ct_size(&e->txflow, e->cfg.enc_opts);
+}
+
+/* Room for one more data message in flight? (Deviation 3: flow control, not dropping.) */
+static bool window_open(const struct ftfw *e)
+{
+	if (e->notrack)
+		return true;
+	return e->q[Q_RS].len < e->cfg.resend_queue_size;
+}
+
+/*
+ * The ring slot of the next sequence number must be free (queue.c).  If
+ * it still holds a message sent a whole ring of numbers ago, that one
+ * was lost or its ACK was: send it again now rather than wait for its
+ * RTO, and stall nothing.
+ */
+static void free_ring_slot(struct ftfw *e)
+{
+	uint32_t h = ftfw_ring_occupant(e, e->seq);
+
+	if (h) {
+		ftfw_q_move(e, Q_RETX, h, ftfw_link_of(e, h));
+		e->st.ring_evictions++;
+	}
+}
+
+enum tx_result { TX_SENT, TX_NO_ROOM, TX_DROPPED };
+
+static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *left)
+{
+	struct ftfw_link *l = ftfw_link_of(e, h);
+	uint8_t hflags = hello_flags(e);
+	bool retx = l->queue == Q_RETX;
+	unsigned eflags;
+	int n;
+
+	if (!e->notrack)
+		free_ring_slot(e);
+	n = encode_flow(e, h, hflags, e->seq, &eflags);
+	if (n < 0) {
+		/* A flow the codec refuses (bad family) can never be sent: drop it from the queue. */
+		ftfw_q_unlink(e, h, l);
+		e->st.tx_refused++;
+		if ((eflags & FLOW_ENTRY_DEAD) && n != -ENOENT)
+			e->ops.dead_acked(e->arg, h);
+		return TX_DROPPED;
+	}
+	if ((size_t)n > *left)
+		return TX_NO_ROOM;
+	*left -= (size_t)n;
+	if (e->notrack) {
+		ftfw_q_unlink(e, h, l);
+		emit_msg(e, e->buf, (size_t)n, hflags, now);
+		/* §3: nothing is acknowledged in NOTRACK; a DEL is done once sent. */
+		if (eflags & FLOW_ENTRY_DEAD)
+			e->ops.dead_acked(e->arg, h);
+	} else {
+		ftfw_rs_push(e, h, l, e->seq, now);
+		emit_msg(e, e->buf, (size_t)n, hflags, now);
+		if (e->q[Q_RS].len > e->st.inflight_peak)
+			e->st.inflight_peak = e->q[Q_RS].len;
+	}
+	e->st.data_sent++;
+	if (retx)
+		e->st.retransmitted++;
+	return TX_SENT;
+}
+
+/* Queue the next slice of the bulk walk; false once the walk is over. */
+static bool bulk_refill(struct ftfw *e)
+{
+	unsigned visited = 0, queued = 0;
+	uint32_t h;
+
+	while (visited < BULK_VISIT_MAX && queued < BULK_QUEUE_MAX) {
+		struct ftfw_link *l;
+
+		h = flow_table_next(e->t, &e->bulk_cursor);
+		if (!h) {
+			e->bulk = false;
+			return queued > 0;
+		}
+		visited++;
+		/* Dead flows are in a queue until their DEL is acknowledged anyway. */
+		if (flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD)
+			continue;
+		l = ftfw_link_of(e, h);
+		if (l->queue == Q_TX || l->queue == Q_RETX)
+			continue;
+		/*
+		 * In flight: sent again, as §2.1's enqueue does.  The requester
+		 * may have flushed its copy after receiving it and before asking.
+		 */
+		ftfw_q_move(e, Q_TX, h, l);
+		queued++;
+	}
+	return true;
+}
+
+size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
+{
+	size_t left = budget;
+	bool stalled = false;
+
+	e->now = max_u64(e->now, now);
+	if (e->resync == RESYNC_PENDING && left >= WIRE_CTL_RANGE_LEN) {
+		/* §1.2: a RESYNC request has from = to = 0. */
+		e->resync_seq = e->seq;
+		e->resync_sent = now;
+		e->resync_acked = 0;
+		e->resync = e->notrack ? RESYNC_NONE : RESYNC_INFLIGHT;
+		ftfw_emit_ctl(e, WIRE_F_RESYNC, 0, 0, now);
+		left -= WIRE_CTL_RANGE_LEN;
+	}
+	for (;;) {
+		struct ftfw_list *q;
+		enum tx_result r;
+
+		if (!window_open(e)) {
+			stalled = e->q[Q_RETX].len || e->q[Q_TX].len || e->bulk;
+			break;
+		}
+		/* Retransmissions first: they are the oldest news the peer lacks. */
+		q = e->q[Q_RETX].head ? &e->q[Q_RETX] : &e->q[Q_TX];
+		if (!q->head) {
+			if (!e->bulk || !bulk_refill(e))
+				break;
+			continue;
+		}
+		if (!ftfw_link_of(e, q->head)) {
+			/*
+			 * The owner deleted a queued flow without ftfw_flow_forget()
+			 * (a bug): the links through it are gone.  Drop the queue
+			 * rather than follow them, and count it; the flows it held
+			 * are stranded until ftfw_forget_all().
+			 */
+			*q = (struct ftfw_list){ 0 };
+			e->st.tx_refused++;
+			continue;
+		}
+		r = tx_flow(e, q->head, now, &left);
+		if (r == TX_NO_ROOM)
+			break;
+	}
+	if (stalled)
+		e->st.flow_control_stalls++;
+	return budget - left;
+}
+
+bool ftfw_send_ready(const struct ftfw *e)
+{
+	if (e->resync == RESYNC_PENDING)
+		return true;
+	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !e->bulk)
+		return false;
+	return window_open(e);
+}
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+void ftfw_request_resync(struct ftfw *e)
+{
+	e->resync = RESYNC_PENDING;
+}
+
+void ftfw_bulk(struct ftfw *e)
+{
+	e->bulk = true;
+	e->bulk_cursor = 0;
+}
+
+/* ---- timers -------------------------------------------------------------------------- */
+
+static uint64_t rto_deadline(const struct ftfw *e)
+{
+	uint64_t oldest = UINT64_MAX;
+
+	if (e->notrack)
+		return UINT64_MAX;
+	if (e->q[Q_RS].head)
+		oldest = ftfw_link_of(e, e->q[Q_RS].head)->sent;
+	if (e->resync == RESYNC_INFLIGHT)
+		oldest = min_u64(oldest, e->resync_sent);
+	if (oldest == UINT64_MAX)
+		return UINT64_MAX;
+	return max_u64(oldest, e->rto_round_at) + e->rto;
+}
+
+/*
+ * Deviation 2: retransmission after a timeout.  1.4.7 resends only what
+ * a NACK names, so a lost NACK, lost ACKs, or the loss of the last
+ * messages before the sender goes quiet leave states missing forever.
+ *
+ * When the oldest message in flight has waited `rto` (1.5 s: more than
+ * the peer's one-second ACK timer plus a round trip), every message that
+ * old goes back to be retransmitted.  When no peer said anything since
+ * the previous round, only the oldest goes (a probe) and `rto` doubles up
+ * to rto_max, so a dead peer costs one message per rto_max, not the whole
+ * window.  Any acknowledgement that releases something resets rto.
+ */
+static void rto_round(struct ftfw *e, uint64_t now)
+{
+	uint64_t floor = e->rto_round_at;
+	bool full = e->heard_since_rto;
+
+	if (e->resync == RESYNC_INFLIGHT && now >= max_u64(e->resync_sent, floor) + e->rto)
+		e->resync = RESYNC_PENDING;
+	while (e->q[Q_RS].head) {
+		uint32_t h = e->q[Q_RS].head;
+		struct ftfw_link *l = ftfw_link_of(e, h);
+
+		if (now < max_u64(l->sent, floor) + e->rto)
+			break;
+		ftfw_q_move(e, Q_RETX, h, l);
+		if (!full)
+			break;
+	}
+	e->st.rto_rounds++;
+	/*
+	 * Back off only while the peers are silent: a peer that speaks lost
+	 * our messages or its ACKs to random loss, and waiting longer would
+	 * only delay the repair (the window bounds what a round resends).
+	 */
+	if (!full)
+		e->rto = e->rto * 2 > e->cfg.rto_max_ms ? e->cfg.rto_max_ms : e->rto * 2;
+	e->rto_round_at = now;
+	e->heard_since_rto = false;
+}
+
+void ftfw_tick(struct ftfw *e, uint64_t now)
+{
+	e->now = max_u64(e->now, now);
+	ftfw_rx_tick(e, now);   /* peers lost, ACKs due */
+	fast_retransmit(e, now);
+	if (now >= rto_deadline(e))
+		rto_round(e, now);
+	/*
+	 * §2.2: a second without transmission sends ALIVE (with HELLO while
+	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
+	 * has just sent.
+	 */
+	if (now >= e->last_tx + FTFW_TIMER_MS)
+		ftfw_emit_ctl(e, WIRE_F_ALIVE, 0, 0, now);
+}
+
+uint64_t ftfw_next_deadline(const struct ftfw *e)
+{
+	uint64_t d = e->last_tx + FTFW_TIMER_MS;
+
+	d = min_u64(d, rto_deadline(e));
+	d = min_u64(d, fast_deadline(e));
+	d = min_u64(d, ftfw_rx_deadline(e));
+	return d;
+}
+
+/* ---- state and statistics -------------------------------------------------------------- */
+
+bool ftfw_idle(const struct ftfw *e)
+{
+	return !e->q[Q_TX].len && !e->q[Q_RETX].len && !e->q[Q_RS].len && !e->bulk &&
+	       e->resync == RESYNC_NONE;
+}
+
+uint32_t ftfw_next_seq(const struct ftfw *e)
+{
+	return e->seq;
+}
+
+void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out)
+{
+	*out = e->st;
+	out->txq_len = e->q[Q_TX].len;
+	out->retxq_len = e->q[Q_RETX].len;
+	out->inflight = e->q[Q_RS].len;
+	out->inflight_max = e->notrack ? 0 : e->cfg.resend_queue_size;
+	out->bulk_running = e->bulk;
+	out->resync_outstanding = e->resync != RESYNC_NONE;
+	out->peers = (uint32_t)__builtin_popcount(e->members);
+}
+
+int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out)
+{
+	const struct ftfw_peer *p;
+
+	if (peer >= FTFW_PEERS_MAX)
+		return -EINVAL;
+	p = &e->peers[peer];
+	memset(out, 0, sizeof(*out));
+	out->known = p->known;
+	out->lost = p->lost;
+	out->hello_pending = !e->notrack && p->known && !(e->hello_done & (1u << peer));
+	out->in_hello = p->in_hello;
+	out->last_seq = p->last_seq;
+	out->msg_recv = p->msg_recv;
+	out->seq_lost = p->seq_lost;
+	out->seq_before = p->seq_before;
+	out->restarts = p->restarts;
+	out->last_heard = p->last_heard;
+	return 0;
+}
+
+void ftfw_rsqueue_foreach(const struct ftfw *e,
+			  bool (*fn)(void *arg, const struct ftfw_rsq_entry *ent), void *arg)
+{
+	struct ftfw_rsq_entry ent;
+	bool resync_done = e->resync != RESYNC_INFLIGHT;
+
+	for (uint32_t h = e->q[Q_RS].head; h; ) {
+		const struct ftfw_link *l = ftfw_link_of(e, h);
+
+		/* The RESYNC request in its place in sequence order, as 1.4.7 lists control entries. */
+		if (!resync_done && seq_before(e->resync_seq, l->seq)) {
+			resync_done = true;
+			ent = (struct ftfw_rsq_entry){ .seq = e->resync_seq, .flags = WIRE_F_RESYNC,
+						       .acked = e->resync_acked, .sent = e->resync_sent };
+			if (!fn(arg, &ent))
+				return;
+		}
+		ent = (struct ftfw_rsq_entry){ .seq = l->seq, .handle = h, .acked = l->acked,
+					       .sent = l->sent };
+		if (!fn(arg, &ent))
+			return;
+		h = l->next;
+	}
+	if (!resync_done) {
+		ent = (struct ftfw_rsq_entry){ .seq = e->resync_seq, .flags = WIRE_F_RESYNC,
+					       .acked = e->resync_acked, .sent = e->resync_sent };
+		fn(arg, &ent);
+	}
+}

@@ -1,0 +1,194 @@
+/*
+ * ftfw_int.h - the engine's state, shared by the files of src/sync/ only.
+ *
+ * queue.c   the intrusive queues over table handles and the in-flight ring
+ * rx.c      the receiver: per-peer sequence tracking, ACK window, NACK, HELLO
+ * ftfw.c    creation, transmission, ACK/NACK of our messages, timers, bulk, stats
+ */
+#ifndef CTSYNCD_SYNC_FTFW_INT_H
+#define CTSYNCD_SYNC_FTFW_INT_H
+
+#include "sync.h"
+
+/* Which queue a flow is in (struct ftfw_link.queue). */
+enum ftfw_queue {
+	Q_NONE = 0,
+	Q_TX,           /* waiting for its first transmission (of this state) */
+	Q_RETX,         /* NACKed, timed out or orphaned by a peer's restart: sent before TX */
+	Q_RS,           /* in flight: the resend queue, in sequence (= transmission) order */
+	Q_COUNT
+};
+
+/*
+ * A flow's queue links, in the internal table's user area.  Handles, not
+ * pointers: the table never moves an entry, but handles are what stays
+ * meaningful in a dump, and they are half the size.
+ */
+struct ftfw_link {
+	uint32_t next, prev;            /* handles in the same queue; 0 = none */
+	uint32_t seq;                   /* Q_RS: the sequence number of the message in flight */
+	uint16_t acked;                 /* Q_RS: bit n = peer n acknowledged it */
+	uint8_t queue;                  /* enum ftfw_queue */
+	uint8_t spare;
+	uint64_t sent;                  /* Q_RS: `now` of the transmission */
+};
+_Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");
+
+struct ftfw_list {
+	uint32_t head, tail, len;
+};
+
+/* The RESYNC request we sent, retransmitted until acknowledged (§2.5). */
+enum ftfw_resync_state {
+	RESYNC_NONE,
+	RESYNC_PENDING,                 /* to be sent by the next ftfw_send() */
+	RESYNC_INFLIGHT,                /* sent as resync_seq, waiting for ACKs */
+};
+
+/* A gap we NACKed, to be NACKed again (rx.c). */
+#define FTFW_GAPS_MAX   256
+struct ftfw_gap {
+	uint32_t from, to;
+	uint64_t due;
+	uint16_t tries;                 /* 0: free slot */
+};
+
+/* An ACK we sent, to be sent again (rx.c). */
+#define FTFW_ACK_REPEATS_MAX 512
+struct ftfw_ack_repeat {
+	uint32_t from, to;
+	uint64_t due;
+};
+
+/* Everything about one sending peer (§2.3, once per peer instead of once per process). */
+struct ftfw_peer {
+	bool known;                     /* something valid was received from it */
+	bool lost;                      /* silent for peer_timeout_ms */
+	/* receiver state of its sequence space */
+	bool init;                      /* last_seq is meaningful */
+	bool in_hello;                  /* its last accepted message carried HELLO */
+	bool hello_over;                /* hello_end is meaningful */
+	uint32_t hello_end;             /* its first accepted message without HELLO */
+	bool ack_pending;
+	uint32_t last_seq;
+	uint32_t ack_from;
+	uint32_t run_from;              /* first number of the current run without a gap */
+	uint32_t prev_from[2];          /* `from` of the last two ACKs sent in this run */
+	uint8_t nprev;
+	uint32_t window;                /* messages left before the window forces an ACK */
+	uint64_t ack_due;               /* ack_pending: when the ACK is due at the latest */
+	uint64_t last_heard;
+	/* a run of old messages, to tell a restarted peer (see rx.c) */
+	uint32_t old_run;
+	uint64_t old_since;
+	struct ftfw_gap gaps[FTFW_GAPS_MAX];
+	unsigned ngaps;                 /* slots in use */
+	uint64_t gaps_due;              /* ngaps: no slot is due before this */
+	unsigned gap_next;              /* the slot to reuse when all are taken */
+	/* ACKs to repeat, a FIFO ring: [rep_head, rep_head + rep_len) */
+	struct ftfw_ack_repeat reps[FTFW_ACK_REPEATS_MAX];
+	unsigned rep_head, rep_len;
+	/* counters */
+	uint64_t msg_recv, seq_lost, seq_before, restarts;
+};
+
+struct ftfw {
+	struct ftfw_config cfg;         /* defaults resolved */
+	struct ftfw_ops ops;
+	void *arg;
+	struct flow_table *t;
+	bool notrack;
+
+	uint32_t seq;                   /* the next sequence number to send */
+	uint64_t now;                   /* the latest `now` seen */
+	uint64_t last_tx;               /* `now` of the last message sent: the ALIVE timer (§2.2) */
+
+	/* HELLO (§2.4), per peer: see rx.c */
+	bool hello_phase;               /* we say HELLO on every message */
+	bool hello_back_pending;        /* set HELLO_BACK on our next message */
+	uint16_t hello_done;            /* bit n: peer n answered with HELLO_BACK */
+	uint16_t members;               /* peers whose ACKs we wait for: known and not lost */
+	bool released;                  /* a message of ours left the resend queue */
+
+	struct ftfw_list q[Q_COUNT];    /* q[Q_NONE] unused */
+	/* In flight, by sequence number: ring[seq & ring_mask] = handle (see queue.c). */
+	uint32_t *ring;
+	uint32_t ring_mask;
+
+	/* retransmission timeout (ftfw.c) */
+	uint32_t rto;                   /* current value, ms */
+	uint64_t rto_round_at;          /* `now` of the last round, 0 after progress */
+	bool heard_since_rto;           /* a peer spoke since that round */
+	uint64_t acked_sent_max;        /* latest `sent` of a message released by an ACK */
+
+	enum ftfw_resync_state resync;
+	bool resync_answered;           /* a RESYNC request of ours was acknowledged by all */
+	uint32_t resync_seq;
+	uint64_t resync_sent;
+	uint16_t resync_acked;
+
+	bool bulk;                      /* a bulk walk is running */
+	uint32_t bulk_cursor;
+
+	struct ftfw_peer peers[FTFW_PEERS_MAX];
+	struct ftfw_stats st;
+
+	struct flow_full txflow;        /* scratch: the flow being encoded */
+	struct flow_full rxflow;        /* scratch: the flow being decoded */
+	struct wire_expect rxexp;
+	uint8_t buf[FTFW_MSG_MAX];
+};
+
+/* ---- queue.c ---- */
+struct ftfw_link *ftfw_link_of(const struct ftfw *e, uint32_t h);
+void ftfw_q_append(struct ftfw *e, enum ftfw_queue q, uint32_t h, struct ftfw_link *l);
+void ftfw_q_unlink(struct ftfw *e, uint32_t h, struct ftfw_link *l);
+/* Move to `q` (append), from whatever queue holds it. */
+void ftfw_q_move(struct ftfw *e, enum ftfw_queue q, uint32_t h, struct ftfw_link *l);
+/* Q_RS only: put `h` in flight as `seq` sent at `now`. */
+void ftfw_rs_push(struct ftfw *e, uint32_t h, struct ftfw_link *l, uint32_t seq, uint64_t now);
+/* The in-flight flow holding the ring slot of `seq` (sent ring-size numbers earlier), or 0. */
+uint32_t ftfw_ring_occupant(const struct ftfw *e, uint32_t seq);
+/* The in-flight flow sent as `seq`, or 0. */
+uint32_t ftfw_ring_get(const struct ftfw *e, uint32_t seq, struct ftfw_link **l);
+/*
+ * Call fn for each in-flight flow whose sequence number lies in [from, to]
+ * (inclusive, mod 2^32) and in our window; fn may unlink the flow.
+ */
+void ftfw_rs_range(struct ftfw *e, uint32_t from, uint32_t to,
+		   void (*fn)(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg), void *arg);
+int ftfw_ring_alloc(struct ftfw *e, uint32_t slots);
+
+/* ---- ftfw.c ---- */
+/* Encode and emit a control message (ACK/NACK/RESYNC with a range, else ALIVE). */
+void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now);
+void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
+void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to);
+/* A peer restarted: what it had not acknowledged is queued again (§2.3 step 1, deviation 6). */
+void ftfw_requeue_inflight(struct ftfw *e);
+/* The set of peers we wait for changed: release what is now fully acknowledged. */
+void ftfw_members_changed(struct ftfw *e, uint16_t members);
+/* Start over as if we had restarted, keeping our table (see ftfw.c). */
+void ftfw_soft_restart(struct ftfw *e);
+
+/* ---- rx.c ---- */
+void ftfw_rx_tick(struct ftfw *e, uint64_t now);
+uint64_t ftfw_rx_deadline(const struct ftfw *e);
+
+/* Sequence arithmetic mod 2^32 (§2.1): a is before b. */
+static inline bool seq_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static inline uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+#endif

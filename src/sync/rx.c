@@ -1,0 +1,601 @@
+/*
+ * rx.c - the receiver: what each sending peer's sequence numbers say,
+ * which ACKs and NACKs we owe it, HELLO/HELLO_BACK, and the digest of its
+ * messages (§2.3, §2.4; §3 for NOTRACK).
+ *
+ * 1.4.7 keeps one receiver state per process (§2.3) and takes any message
+ * carrying HELLO as "in sync, whatever its sequence number", which both
+ * mixes the sequence spaces of several peers and skips gap detection for
+ * as long as a peer's handshake lasts.  Here every peer id has its own
+ * state (struct ftfw_peer), and a HELLO starts a new sequence space only
+ * when the sequence numbers say the peer really restarted.
+ */
+#include "ftfw_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+/*
+ * A peer still saying HELLO whose sequence number moved forward by at
+ * most this much is the same process going on (deviation 1): its gaps are
+ * NACKed like any other.  Further, or backwards past the same distance,
+ * it is a new process with a new counter.
+ */
+#define HELLO_WIN       4096u
+/*
+ * A forward jump larger than this without HELLO is a new sequence space
+ * too: no loss of ours explains it (a sender has at most ResendQueueSize
+ * data messages in flight), but a restarted peer whose HELLO messages all
+ * missed us does.
+ */
+#define JUMP_MAX        (1u << 20)
+/*
+ * Old sequence numbers are dropped (§2.3); a peer that sends nothing but
+ * old ones for two seconds (at least four messages, so not one delayed
+ * datagram) is a restarted peer whose counter started below its old one.
+ */
+#define OLD_RUN_MIN     4u
+#define OLD_RUN_MS      2000u
+
+/*
+ * Send each ACK once more this long after (deviation 11): late enough to
+ * leave in another datagram (the channel is flushed every loop
+ * iteration), early enough that the ring of FTFW_ACK_REPEATS_MAX holds
+ * the ACKs of a bulk at 20 % loss (one per gap).
+ */
+#define ACK_REPEAT_MS   20u
+
+/* NACK a gap again after 1 s, 2 s, 4 s, then every 8 s, NACK_TRIES times in all. */
+#define NACK_RETRY_MS   1000u
+#define NACK_RETRY_MAX_MS 8000u
+#define NACK_TRIES      12u
+
+enum rx_class {
+	RX_FIRST,       /* nothing to compare with: in sync by definition */
+	RX_IN_SYNC,     /* the expected sequence number */
+	RX_GAP,         /* later than expected: NACK what is missing */
+	RX_OLD,         /* earlier than expected: drop */
+	RX_RESTART,     /* a new sequence space */
+};
+
+static void event(struct ftfw *e, unsigned peer, enum ftfw_peer_event ev)
+{
+	if (e->ops.peer_event)
+		e->ops.peer_event(e->arg, peer, ev);
+}
+
+/* The HELLO phase ends when every peer we wait for has answered with HELLO_BACK (§2.4). */
+static void update_hello_phase(struct ftfw *e)
+{
+	if (e->hello_phase && e->members && (e->hello_done & e->members) == e->members)
+		e->hello_phase = false;
+}
+
+static uint32_t window_size(const struct ftfw *e)
+{
+	return e->cfg.ack_window ? e->cfg.ack_window : 1;
+}
+
+static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t now)
+{
+	uint16_t bit = (uint16_t)(1u << peer);
+
+	p->last_heard = now;
+	e->heard_since_rto = true;
+	if (!p->known) {
+		p->known = true;
+		p->window = window_size(e);
+		/*
+		 * 1.4.7 says HELLO until anyone answers.  We say it until every
+		 * peer has, so that each of them learns of our restart from a
+		 * HELLO rather than from a guess on our sequence numbers.  A
+		 * peer first heard after the others answered may have known
+		 * our previous process too: we say HELLO again (the others
+		 * take it for a restart of ours: a resync too many, in a
+		 * multicast group only).
+		 */
+		if (!e->notrack)
+			e->hello_phase = true;
+		ftfw_members_changed(e, e->members | bit);
+		if (e->released)
+			ftfw_soft_restart(e);
+		/*
+		 * A RESYNC request of ours was answered by the peers we knew,
+		 * and here is one we did not know (a multicast group): it has
+		 * not answered, so ask again.  With one peer this cannot
+		 * happen: its ACK of our request makes it known first.
+		 */
+		if (e->resync_answered && e->resync == RESYNC_NONE)
+			e->resync = RESYNC_PENDING;
+		event(e, peer, FTFW_PEER_NEW);
+	} else if (p->lost) {
+		/* It may have missed messages released while it was not waited for. */
+		p->lost = false;
+		ftfw_members_changed(e, e->members | bit);
+		if (e->released)
+			ftfw_soft_restart(e);
+		event(e, peer, FTFW_PEER_BACK);
+	}
+}
+
+static enum rx_class classify_old(struct ftfw_peer *p, uint64_t now)
+{
+	if (p->old_run++ == 0)
+		p->old_since = now;
+	if (p->old_run >= OLD_RUN_MIN && now - p->old_since >= OLD_RUN_MS)
+		return RX_RESTART;
+	return RX_OLD;
+}
+
+static enum rx_class classify(struct ftfw_peer *p, const struct wire_hdr *h, uint64_t now)
+{
+	int64_t d;
+
+	if (!p->init)
+		return RX_FIRST;
+	d = (int32_t)(h->seq - p->last_seq);
+	if (h->flags & WIRE_F_HELLO) {
+		/*
+		 * §2.3 step 1 resets on every HELLO.  We reset only on a HELLO
+		 * that cannot be the same process still waiting for our
+		 * HELLO_BACK: one that did not say HELLO last time, or whose
+		 * counter is far from where it was.  So messages lost during a
+		 * handshake are NACKed too (the issue's 51 lost flows).
+		 *
+		 * Not after what we have: a duplicate, an old message of its
+		 * handshake delayed in the network, or a new process whose
+		 * counter starts lower (1.4.7 starts it at time(NULL): a
+		 * restart usually lands a little below the old counter).
+		 * Once it had stopped saying HELLO at hello_end, a HELLO at or
+		 * after that number can only be a new process.  Before that we
+		 * cannot tell, and drop it as old: a burst of reordered
+		 * datagrams during a bulk send must not look like restarts.
+		 * A new process is then recognised by classify_old(), or not
+		 * at all if its counter overtakes the old one first: with
+		 * time(NULL) counters, a restart during an unfinished
+		 * handshake looks like the handshake going on (hence
+		 * ftfw_initial_seq()).
+		 */
+		if (d <= 0 && -d < HELLO_WIN) {
+			if (d < 0 && p->hello_over && !seq_before(h->seq, p->hello_end))
+				return RX_RESTART;
+			return classify_old(p, now);
+		}
+		if (d > 0 && d <= HELLO_WIN && p->in_hello)
+			return d == 1 ? RX_IN_SYNC : RX_GAP;
+		return RX_RESTART;
+	}
+	if (d <= 0)
+		return classify_old(p, now);
+	if (d > JUMP_MAX)
+		return RX_RESTART;
+	return d == 1 ? RX_IN_SYNC : RX_GAP;
+}
+
+static void restart(struct ftfw *e, unsigned peer, struct ftfw_peer *p)
+{
+	p->restarts++;
+	e->st.peer_restarts++;
+	/* Whatever ACK we owed belongs to the old process: it is gone. */
+	p->init = false;
+	p->hello_over = false;
+	p->ack_pending = false;
+	memset(p->gaps, 0, sizeof(p->gaps));
+	p->ngaps = 0;
+	p->rep_len = 0;
+	p->window = window_size(e);
+	p->old_run = 0;
+	ftfw_requeue_inflight(e);
+	event(e, peer, FTFW_PEER_RESTARTED);
+}
+
+/*
+ * Deviation 10: an ACK also covers the ranges of the two ACKs before it,
+ * as long as no gap lies between (we never ACK what we did not get).  A
+ * lost ACK is then made good by the next one instead of by the sender's
+ * RTO; at 20 % loss, two ACKs in a row are lost 4 % of the time instead
+ * of one 20 %.  The sender finds the numbers it already released and
+ * does nothing with them (1.4.7 alike: it looks them up in its resend
+ * queue and does not find them).
+ */
+static void send_ack(struct ftfw *e, struct ftfw_peer *p, uint32_t from, uint32_t to, uint64_t now)
+{
+	uint32_t wide = from;
+
+	if (e->cfg.plain_acks) {
+		ftfw_emit_ctl(e, WIRE_F_ACK, from, to, now);
+		return;
+	}
+	for (unsigned i = 0; i < p->nprev; i++)
+		if (seq_before(p->prev_from[i], wide) && !seq_before(p->prev_from[i], p->run_from))
+			wide = p->prev_from[i];
+	p->prev_from[1] = p->prev_from[0];
+	p->prev_from[0] = from;
+	if (p->nprev < 2)
+		p->nprev++;
+	ftfw_emit_ctl(e, WIRE_F_ACK, wide, to, now);
+	/*
+	 * Deviation 11: ACK every range twice, the second time in a later
+	 * datagram.  (10) does not help across gaps, and at 20 % loss a
+	 * range ends at a gap every few datagrams: without this, a fifth of
+	 * what arrived would wait for the sender's RTO.  When more ACKs are
+	 * waiting than the ring holds, the oldest one goes unrepeated.
+	 */
+	if (p->rep_len == FTFW_ACK_REPEATS_MAX) {
+		p->rep_head = (p->rep_head + 1) % FTFW_ACK_REPEATS_MAX;
+		p->rep_len--;
+	}
+	p->reps[(p->rep_head + p->rep_len++) % FTFW_ACK_REPEATS_MAX] =
+		(struct ftfw_ack_repeat){ .from = wide, .to = to, .due = now + ACK_REPEAT_MS };
+}
+
+static void repeat_acks(struct ftfw *e, struct ftfw_peer *p, uint64_t now)
+{
+	while (p->rep_len && p->reps[p->rep_head].due <= now) {
+		const struct ftfw_ack_repeat *r = &p->reps[p->rep_head];
+
+		ftfw_emit_ctl(e, WIRE_F_ACK, r->from, r->to, now);
+		e->st.ack_repeated++;
+		p->rep_head = (p->rep_head + 1) % FTFW_ACK_REPEATS_MAX;
+		p->rep_len--;
+	}
+}
+
+/* A new run of consecutive numbers starts at `seq`: earlier ACK ranges may not be widened into it. */
+static void new_run(struct ftfw_peer *p, uint32_t seq)
+{
+	p->run_from = seq;
+	p->nprev = 0;
+}
+
+/*
+ * Does this message use up the ACK window?  1.4.7 counts every message,
+ * so with a window of 1 or 2 (and with three nodes whatever the window)
+ * ACKs answer ACKs faster and faster.  We count what carries news (data
+ * and RESYNC); ACK, NACK and ALIVE are still acknowledged, by the timer.
+ */
+static bool counts_for_window(const struct wire_msg *m)
+{
+	return m->kind == WIRE_K_DATA || m->kind == WIRE_K_RESYNC;
+}
+
+/* §2.3 step 3, in sync: open or extend the ACK range, ACK when the window is used up. */
+static void in_sync(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, uint64_t now)
+{
+	if (!p->ack_pending) {
+		p->ack_from = seq;
+		p->ack_pending = true;
+		p->ack_due = now + FTFW_TIMER_MS;
+	}
+	if (!counts)
+		return;
+	if (p->window <= 1) {
+		send_ack(e, p, p->ack_from, seq, now);
+		p->window = window_size(e);
+		p->ack_pending = false;
+		return;
+	}
+	p->window--;
+}
+
+/*
+ * Deviation 9: keep the gap to NACK it again.  When every slot is taken
+ * (a bulk send at high loss), an old gap gives way: a ctsyncd sender
+ * repairs it with its RTO, a 1.4.7 sender only if the first NACK arrived.
+ */
+static void remember_gap(struct ftfw_peer *p, uint32_t from, uint32_t to, uint64_t now)
+{
+	struct ftfw_gap *g = NULL;
+
+	if (p->ngaps < FTFW_GAPS_MAX) {
+		for (unsigned i = 0; i < FTFW_GAPS_MAX && !g; i++)
+			if (!p->gaps[i].tries)
+				g = &p->gaps[i];
+		p->ngaps++;
+	} else {
+		g = &p->gaps[p->gap_next];
+		p->gap_next = (p->gap_next + 1) % FTFW_GAPS_MAX;
+	}
+	*g = (struct ftfw_gap){ .from = from, .to = to, .due = now + NACK_RETRY_MS, .tries = 1 };
+	if (p->ngaps == 1 || g->due < p->gaps_due)
+		p->gaps_due = g->due;
+}
+
+static void repeat_nacks(struct ftfw *e, struct ftfw_peer *p, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	if (!p->ngaps || now < p->gaps_due)
+		return;
+	for (unsigned i = 0; i < FTFW_GAPS_MAX && p->ngaps; i++) {
+		struct ftfw_gap *g = &p->gaps[i];
+		uint64_t wait;
+
+		if (!g->tries)
+			continue;
+		if (now < g->due) {
+			next = min_u64(next, g->due);
+			continue;
+		}
+		ftfw_emit_ctl(e, WIRE_F_NACK, g->from, g->to, now);
+		e->st.nack_repeated++;
+		if (++g->tries >= NACK_TRIES) {
+			g->tries = 0;
+			p->ngaps--;
+			continue;
+		}
+		wait = (uint64_t)NACK_RETRY_MS << (g->tries - 1);
+		g->due = now + (wait < NACK_RETRY_MAX_MS ? wait : NACK_RETRY_MAX_MS);
+		next = min_u64(next, g->due);
+	}
+	p->gaps_due = next;
+}
+
+/*
+ * §2.3 step 3, gap: ACK what came before it, NACK the gap at once, and
+ * start a new ACK range at this message [verified: gap 1002..1005 ->
+ * immediate NACK 1002-1005, ACK 1006 about a second later].
+ */
+static void gap(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, uint64_t now)
+{
+	uint32_t expected = p->last_seq + 1;
+	uint32_t lost = seq - expected;
+
+	/* 1.4.7 over-counts by two per gap (§1.8 step 8); we count what is missing. */
+	p->seq_lost += lost;
+	e->st.seq_lost += lost;
+	if (p->ack_pending)
+		send_ack(e, p, p->ack_from, expected - 1, now);
+	ftfw_emit_ctl(e, WIRE_F_NACK, expected, seq - 1, now);
+	remember_gap(p, expected, seq - 1, now);
+	new_run(p, seq);
+	p->ack_from = seq;
+	p->ack_pending = true;
+	p->ack_due = now + FTFW_TIMER_MS;
+	p->window = window_size(e) - (counts ? 1 : 0);
+	if (p->window == 0) {
+		send_ack(e, p, seq, seq, now);
+		p->window = window_size(e);
+		p->ack_pending = false;
+	}
+}
+
+static void rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
+{
+	uint8_t type = m->hdr.type;
+	enum wire_reason r;
+
+	if (wire_type_is_ct(type)) {
+		r = wire_ct_decode(m->data, m->len, &e->rxflow);
+		if (r != WIRE_OK) {
+			/* §1.8 step 7: dropped, but its sequence number counts and is ACKed. */
+			e->st.malformed[r]++;
+			return;
+		}
+		e->st.data_recv++;
+		e->ops.apply(e->arg, peer, type, &e->rxflow);
+		return;
+	}
+	if (!e->ops.apply_exp) {
+		e->st.exp_ignored++;
+		return;
+	}
+	r = wire_exp_decode(m->data, m->len, &e->rxexp);
+	if (r != WIRE_OK) {
+		e->st.malformed[r]++;
+		return;
+	}
+	e->st.data_recv++;
+	e->ops.apply_exp(e->arg, peer, type, &e->rxexp);
+}
+
+/*
+ * Has the peer answered a HELLO of our current sequence space?  Until it
+ * has, its ACKs and NACKs name numbers of a sequence space it tracked
+ * before (our previous process's, or ours before a soft restart), and
+ * 1.4.7 and ctsyncd both seed the counter with time(NULL), so those
+ * numbers may well be in our window now.  A peer sets HELLO_BACK on the
+ * first message it sends after accepting one of our HELLO messages, so
+ * what comes with or after it is in our current space.
+ */
+static bool answered_hello(const struct ftfw *e, unsigned peer)
+{
+	return (e->hello_done & (1u << peer)) != 0;
+}
+
+/* The sync-mode digest (§2.3): false for a message 1.4.7 calls BAD (not sequence-tracked). */
+static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
+{
+	const struct wire_hdr *h = &m->hdr;
+
+	switch (m->kind) {
+	case WIRE_K_DATA:
+		rx_data(e, peer, m);
+		return true;
+	case WIRE_K_ACK:
+		if (seq_before(h->to, h->from))
+			return false;
+		e->st.ack_recv++;
+		if (!e->notrack && answered_hello(e, peer))
+			ftfw_on_ack(e, peer, h->from, h->to);
+		return true;
+	case WIRE_K_NACK:
+		if (seq_before(h->to, h->from))
+			return false;
+		e->st.nack_recv++;
+		if (!e->notrack && answered_hello(e, peer))
+			ftfw_on_nack(e, h->from, h->to);
+		return true;
+	case WIRE_K_RESYNC:
+		/* §2.3: send the whole internal cache. */
+		e->st.resync_recv++;
+		ftfw_bulk(e);
+		return true;
+	case WIRE_K_ALIVE:
+		e->st.alive_recv++;
+		return true;
+	case WIRE_K_BAD:
+		break;
+	}
+	return false;
+}
+
+/* §3: NOTRACK tracks sequence numbers for the statistics only, and accepts everything. */
+static void rx_notrack(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m)
+{
+	uint32_t seq = m->hdr.seq;
+
+	if (!digest(e, peer, m)) {
+		e->st.malformed[WIRE_R_BAD_HEADER]++;
+		return;
+	}
+	if (p->init && seq_before(seq, p->last_seq + 1)) {
+		p->seq_before++;
+		e->st.seq_before++;
+		return;
+	}
+	if (p->init && seq != p->last_seq + 1) {
+		p->seq_lost += seq - p->last_seq - 1;
+		e->st.seq_lost += seq - p->last_seq - 1;
+	}
+	p->init = true;
+	p->last_seq = seq;
+}
+
+int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64_t now)
+{
+	const struct wire_hdr *h = &m->hdr;
+	struct ftfw_peer *p;
+	enum rx_class cls;
+
+	if (peer >= FTFW_PEERS_MAX)
+		return -EINVAL;
+	p = &e->peers[peer];
+	e->now = max_u64(e->now, now);
+	e->st.msg_recv++;
+	e->st.bytes_recv += m->len;
+	p->msg_recv++;
+	/* §1.8 step 5: a foreign version is skipped before sequence tracking. */
+	if (m->reason != WIRE_OK) {
+		e->st.malformed[m->reason < WIRE_R_MAX ? m->reason : WIRE_R_BAD_HEADER]++;
+		return 0;
+	}
+	/* "malformed header": the digest's BAD, its sequence number not recorded (§1.3). */
+	if (m->kind == WIRE_K_BAD) {
+		e->st.malformed[WIRE_R_BAD_HEADER]++;
+		return 0;
+	}
+	heard(e, peer, p, now);
+	if (e->notrack) {
+		rx_notrack(e, peer, p, m);
+		return 0;
+	}
+
+	/* §2.3 step 2 */
+	if (h->flags & WIRE_F_HELLO_BACK) {
+		e->hello_done |= (uint16_t)(1u << peer);
+		update_hello_phase(e);
+	}
+
+	cls = classify(p, h, now);
+	if (cls == RX_OLD) {
+		/* §2.3: dropped, nothing sent, last_seq kept [verified]. */
+		p->seq_before++;
+		e->st.seq_before++;
+		return 0;
+	}
+	/*
+	 * §2.3 step 1: answer a HELLO on our next message.  1.4.7 answers
+	 * every HELLO; we answer the ones we accept, so that HELLO_BACK
+	 * tells the peer we track its new sequence space (ftfw_on_ack()
+	 * relies on that).
+	 */
+	if (h->flags & WIRE_F_HELLO)
+		e->hello_back_pending = true;
+	if (cls == RX_RESTART) {
+		restart(e, peer, p);
+		cls = RX_FIRST;
+	}
+	if (!digest(e, peer, m)) {
+		e->st.malformed[WIRE_R_BAD_HEADER]++;
+		return 0;
+	}
+	p->old_run = 0;
+	if (cls == RX_FIRST)
+		new_run(p, h->seq);
+	if (cls == RX_GAP)
+		gap(e, p, h->seq, counts_for_window(m), now);
+	else
+		in_sync(e, p, h->seq, counts_for_window(m), now);
+	p->last_seq = h->seq;
+	p->init = true;
+	p->in_hello = (h->flags & WIRE_F_HELLO) != 0;
+	if (!p->in_hello && !p->hello_over) {
+		p->hello_over = true;
+		p->hello_end = h->seq;
+	}
+	return 0;
+}
+
+void ftfw_count_rejected(struct ftfw *e, unsigned peer, enum wire_reason r)
+{
+	(void)peer;
+	e->st.malformed[r < WIRE_R_MAX ? r : WIRE_R_BAD_SIZE]++;
+}
+
+void ftfw_rx_tick(struct ftfw *e, uint64_t now)
+{
+	uint32_t timeout = e->cfg.peer_timeout_ms;
+
+	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
+		struct ftfw_peer *p = &e->peers[i];
+
+		if (timeout && p->known && !p->lost && now >= p->last_heard + timeout) {
+			p->lost = true;
+			ftfw_members_changed(e, (uint16_t)(e->members & ~(1u << i)));
+			update_hello_phase(e);
+			event(e, i, FTFW_PEER_LOST);
+		}
+	}
+	if (e->notrack)
+		return;
+	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
+		struct ftfw_peer *p = &e->peers[i];
+
+		/*
+		 * §2.2: the one-second timer sends the ACK owed instead of an
+		 * ALIVE.  Deviation 7: also one second after the first message
+		 * not yet ACKed, even if we transmitted meanwhile (1.4.7 re-arms
+		 * the timer on every transmission, so a busy node does not ACK
+		 * until the window is full, and its peer's RTO would fire).
+		 */
+		if (p->ack_pending && (now >= p->ack_due || now >= e->last_tx + FTFW_TIMER_MS)) {
+			send_ack(e, p, p->ack_from, p->last_seq, now);
+			p->ack_pending = false;
+			p->window = window_size(e);
+		}
+		if (p->known) {
+			repeat_acks(e, p, now);
+			repeat_nacks(e, p, now);
+		}
+	}
+}
+
+uint64_t ftfw_rx_deadline(const struct ftfw *e)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
+		const struct ftfw_peer *p = &e->peers[i];
+
+		if (p->ack_pending && !e->notrack)
+			d = min_u64(d, p->ack_due);
+		if (p->ngaps)
+			d = min_u64(d, p->gaps_due);
+		if (p->rep_len)
+			d = min_u64(d, p->reps[p->rep_head].due);
+		if (e->cfg.peer_timeout_ms && p->known && !p->lost)
+			d = min_u64(d, p->last_heard + e->cfg.peer_timeout_ms);
+	}
+	return d;
+}

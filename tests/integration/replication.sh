@@ -1,0 +1,114 @@
+#!/bin/bash
+# Two ctsyncd over a UDP sync link between two namespaces: states created,
+# updated and deleted on A reach B's external cache; B commits them into its
+# kernel with the same attributes; under 20 % random loss on the link (in
+# both directions, nftables) 5000 states still converge exactly; -B and -n
+# resend everything; a restarted peer is brought up to date.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/pair.sh"
+require_root
+require_cmd conntrack nft python3
+
+CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
+CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
+
+pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
+pair_conf A FTFW
+pair_conf B FTFW
+pair_start A && pair_start B || { fail "the daemons start"; finish; }
+
+ext_count() { ctl B -e | grep -c .; }
+int_count() { ctl A -i | grep -c .; }
+ext_has() { ctl B -e | grep -q -- "$1"; }
+ext_lacks() { ! ctl B -e | grep -q -- "$1"; }
+
+# --- every kind of state goes across ----------------------------------------
+ct_in A -I -s 10.0.0.1 -d 10.0.0.2 -p tcp --sport 1234 --dport 80 --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300 -m 7
+ct_in A -I -s 10.0.0.3 -d 10.0.0.2 -p udp --sport 1234 --dport 53 -t 120 --src-nat 192.168.1.1:4000
+ct_in A -I -s 10.0.0.5 -d 10.0.0.2 -p icmp --icmp-type 8 --icmp-code 0 --icmp-id 4660 -t 30 --zone 5
+ct_in A -I -s 2001:db8::1 -d 2001:db8::2 -p tcp --sport 5555 --dport 443 --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300
+ct_in A -I -s 10.0.0.7 -d 10.0.0.2 -p sctp --sport 100 --dport 200 --state ESTABLISHED --orig-vtag 1 --reply-vtag 2 -t 300
+check "TCP with its mark reaches B" wait_until 10 ext_has 'ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 .*mark=7'
+check "UDP with SNAT reaches B" wait_until 5 ext_has 'src=10.0.0.3 dst=10.0.0.2 sport=1234 dport=53'
+check "ICMP with its id and zone reaches B" wait_until 5 ext_has 'id=4660 .*zone=5'
+check "IPv6 reaches B" wait_until 5 ext_has 'src=2001:db8::1'
+check "SCTP reaches B" wait_until 5 ext_has 'sctp'
+ct_in A -U -s 10.0.0.1 -d 10.0.0.2 -p tcp --sport 1234 --dport 80 -m 9 >/dev/null
+check "an update reaches B" wait_until 5 ext_has 'sport=1234 dport=80 .*mark=9'
+ct_in A -D -s 10.0.0.5 >/dev/null
+check "a delete reaches B" wait_until 5 ext_lacks 'id=4660'
+
+# --- commit on B ---------------------------------------------------------------
+out=$(ctl B -c); rc=$?
+check "B commits and answers when done (rc=$rc): $out" contains "$out" 'commit: 4 states written'
+kb=$(ct_in B -L -o extended)
+check "B's kernel has the TCP state with mark 9" contains "$kb" 'tcp .*ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 .*mark=9'
+check "B's kernel has the SNAT reply tuple (SPAT byte quirk)" contains "$kb" 'src=10.0.0.2 dst=192.168.1.1 sport=53 dport=4000'
+check "B's kernel has the IPv6 state" contains "$kb" 'src=2001:db8::1 dst=2001:db8::2 sport=5555 dport=443'
+check "B's kernel has the SCTP state" contains "$kb" 'sctp .*src=10.0.0.7'
+check "B's commit did not echo back to A (A's external cache stays empty)" test "$(ctl A -e | grep -c .)" -eq 0
+ct_in B -F >/dev/null; ct_in A -F >/dev/null
+check "deletes by flush reach B" wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 0 ]]"
+
+# --- 20 % loss both ways, 5000 states ------------------------------------------
+for ns in "$NS_A" "$NS_B"; do
+	ip netns exec "$ns" nft -f - <<'NFT'
+table inet ctsyncd_loss {
+	chain out { type filter hook output priority 0; udp dport 3780 numgen random mod 100 < 20 drop; }
+}
+NFT
+done
+if [[ -x $CTLOAD ]]; then
+	t0=$(date +%s.%N)
+	ip netns exec "$NS_A" "$CTLOAD" create 5000 --proto mixed --timeout 600 >/dev/null
+	check "5000 states converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 5000 ]]"
+	log "converged in $(python3 -c "import time;print(round(time.time()-$t0,2))") s"
+	ip netns exec "$NS_A" "$CTLOAD" update 5000 --proto mixed --mark 3 >/dev/null
+	check "5000 updates converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 'mark=3') -eq 5000 ]]"
+	ip netns exec "$NS_A" "$CTLOAD" delete 2500 --proto mixed >/dev/null
+	check "2500 deletes converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+	j=$(ctl B -s network --json)
+	check "B saw the loss as sequence gaps and asked for retransmissions" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])["sync"]
+assert d["sequence_lost"] > 0 and d["nack_sent"] > 0, d
+' "$j"
+else
+	fail "bench/ctload is not built"
+fi
+for ns in "$NS_A" "$NS_B"; do ip netns exec "$ns" nft delete table inet ctsyncd_loss; done
+
+# --- -B and -n, and a restart of B ------------------------------------------------
+ctl B -f external >/dev/null
+check "B's external cache is flushed" test "$(ext_count)" -eq 0
+ctl A -B >/dev/null
+check "-B on A sends everything again" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+ctl B -f external >/dev/null
+ctl B -n >/dev/null
+check "-n on B asks A for everything" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+pair_stop B
+wait_until 5 test ! -e "$WORK/B.lock"
+pair_conf B FTFW "" ""
+sed -i 's/Mode FTFW { }/Mode FTFW { StartupResync on }/' "$WORK/B.conf"
+pair_start B
+check "a restarted B with StartupResync gets everything" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+j=$(ctl A -s network --json)
+check "A's counters show no malformed message" python3 -c 'import json,sys; assert json.loads(sys.argv[1])["sync"]["malformed"] == 0' "$j"
+
+# --- the same over TCP and over multicast ----------------------------------------------
+for kind in TCP Multicast; do
+	pair_stop A; pair_stop B
+	wait_until 5 test ! -e "$WORK/A.lock" -a ! -e "$WORK/B.lock"
+	ip netns exec "$NS_A" "$CTLOAD" flush >/dev/null
+	LINK_KIND=$kind pair_conf A FTFW
+	LINK_KIND=$kind pair_conf B FTFW
+	pair_start A && pair_start B || { fail "the daemons start over $kind"; continue; }
+	ip netns exec "$NS_A" "$CTLOAD" create 2000 --proto mixed --timeout 600 --base-addr 198.18.70.1 >/dev/null
+	check "2000 states reach B over $kind" \
+		wait_until 30 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 2000 ]]"
+	ip netns exec "$NS_A" "$CTLOAD" delete 1000 --proto mixed --base-addr 198.18.70.1 >/dev/null
+	check "1000 deletes reach B over $kind" \
+		wait_until 30 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 1000 ]]"
+done
+
+finish

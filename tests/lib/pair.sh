@@ -1,0 +1,62 @@
+# Two firewalls, A and B, joined by a dedicated sync link (veth, 198.18.1.1
+# <-> 198.18.1.2), each with a daemon configuration written by pair_conf.
+# Source it after common.sh.
+
+# pair_setup: creates the namespaces; sets NS_A, NS_B.
+pair_setup() {
+	NS_A=$(make_netns A) && NS_B=$(make_netns B) || return 1
+	ip link add syncA netns "$NS_A" type veth peer name syncB netns "$NS_B" || return 1
+	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
+	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
+	ip -n "$NS_A" link set syncA up
+	ip -n "$NS_B" link set syncB up
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		# every change of an entry must reach the daemons as an event
+		ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
+	done
+}
+
+# pair_conf SIDE MODE [extra Sync lines] [extra General lines]: writes $WORK/SIDE.conf.
+# The link is UDP, or what LINK_KIND says: TCP or Multicast.
+pair_conf() {
+	local side=$1 mode=$2 sync_extra=${3:-} general_extra=${4:-} me peer dev link
+	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
+	case ${LINK_KIND:-UDP} in
+	Multicast)
+		link="Multicast { IPv4_address 225.0.0.50 IPv4_interface 198.18.1.$me Group 3780 Interface $dev }" ;;
+	*)
+		link="${LINK_KIND:-UDP} { IPv4_address 198.18.1.$me IPv4_Destination_Address 198.18.1.$peer Port 3780 Interface $dev }" ;;
+	esac
+	cat >"$WORK/$side.conf" <<CONF
+Sync {
+	Mode $mode { }
+	$link
+	$sync_extra
+}
+General {
+	Systemd off
+	HashSize 16384
+	HashLimit 262144
+	LogFile $WORK/$side.log
+	LockFile $WORK/$side.lock
+	UNIX { Path $WORK/$side.ctl }
+	NetlinkBufferSize 2097152
+	NetlinkBufferSizeMaxGrowth 16777216
+	Scheduler { Type FIFO Priority 1 }
+	$general_extra
+}
+CONF
+}
+
+# pair_start SIDE [binary]: starts the daemon of SIDE in its namespace (ctsyncd by default).
+pair_start() {
+	local side=$1 bin=${2:-$CTSYNCD} ns
+	[[ $side == A ]] && ns=$NS_A || ns=$NS_B
+	ip netns exec "$ns" "$bin" -C "$WORK/$side.conf" -d || return 1
+	track_pid "$(head -n1 "$WORK/$side.lock")"
+}
+
+pair_stop() { "$CTSYNCD" -C "$WORK/$1.conf" -k >/dev/null 2>&1; }
+ctl() { local side=$1; shift; "$CTSYNCD" -C "$WORK/$side.conf" "$@"; }
+ct_in() { local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift; ip netns exec "$ns" conntrack "$@" 2>/dev/null; }

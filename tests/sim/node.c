@@ -1,0 +1,650 @@
+/*
+ * node.c - one simulated ctsyncd (see node.h).
+ */
+#include "node.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "wire.h"
+
+void world_fail(struct world *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (w->failed)
+		return;
+	w->failed = true;
+	va_start(ap, fmt);
+	vsnprintf(w->why, sizeof(w->why), fmt, ap);
+	va_end(ap);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n, size);
+
+	if (!p) {
+		perror("sim");
+		exit(2);
+	}
+	return p;
+}
+
+static struct flow_table *table_new(uint32_t user_bytes, uint32_t seed)
+{
+	struct flow_table_options o = { .buckets = 64, .seed = seed, .user_bytes = user_bytes };
+	struct flow_table *t;
+
+	if (flow_table_new(&o, &t) < 0) {
+		perror("sim: flow_table_new");
+		exit(2);
+	}
+	return t;
+}
+
+/* ---- flows --------------------------------------------------------------------------- */
+
+static void key_of(const struct node *n, uint32_t k, struct rng *r, struct flow_tuple *t)
+{
+	bool v6 = rng_chance(r, 0.2);
+
+	memset(t, 0, sizeof(*t));
+	t->family = v6 ? AF_INET6 : AF_INET;
+	if (v6) {
+		t->src.bytes[0] = 0x20;
+		t->src.bytes[1] = 0x01;
+		t->src.bytes[2] = 0x0d;
+		t->src.bytes[3] = 0xb8;
+		t->src.bytes[5] = (uint8_t)n->id;
+		t->src.v6[3] = htonl(k);
+		t->dst.bytes[0] = 0xfd;
+		t->dst.bytes[15] = (uint8_t)rng_range(r, 1, 200);
+	} else {
+		/* 10.<node>.<k>: the key says whose flow it is. */
+		t->src.v4 = htonl(0x0a000000u | (n->id << 20) | (k & 0xfffff));
+		t->dst.v4 = htonl(0xc0a80000u | rng_range(r, 1, 254));
+	}
+}
+
+/* A state of a random protocol with a random set of attributes, all of which round-trip. */
+static void gen_flow(struct node *n, const struct flow_tuple *key, struct rng *r,
+		     struct flow_full *ff)
+{
+	struct flow *f = &ff->flow;
+	bool v6 = key->family == AF_INET6;
+	uint32_t p = rng_below(r, 20);
+
+	memset(ff, 0, sizeof(*ff));
+	f->orig = *key;
+	f->orig.l4.raw = 0;
+	if (!key->l4proto) {
+		f->orig.l4proto = p < 10 ? IPPROTO_TCP : p < 15 ? IPPROTO_UDP : p < 17 ?
+			(v6 ? IPPROTO_ICMPV6 : IPPROTO_ICMP) : p < 19 ? IPPROTO_SCTP : IPPROTO_DCCP;
+		f->orig.zone = rng_chance(r, 0.3) ? (uint16_t)rng_below(r, 4) : 0;
+	} else {
+		f->orig.l4 = key->l4;
+	}
+	switch (f->orig.l4proto) {
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
+		if (!key->l4proto) {
+			f->orig.l4.icmp.type = v6 ? 128 : 8;
+			f->orig.l4.icmp.id = (uint16_t)rng_u32(r);
+		}
+		f->attrs |= FLOW_A_ICMP;
+		break;
+	default:
+		if (!key->l4proto) {
+			f->orig.l4.port.sport = htons((uint16_t)rng_range(r, 1024, 65535));
+			f->orig.l4.port.dport = htons((uint16_t)rng_range(r, 1, 1023));
+		}
+		f->attrs |= FLOW_A_PORTS;
+		break;
+	}
+	f->status = 0x8 | (rng_u32(r) & 0x6);
+	f->timeout = rng_range(r, 1, 432000);
+	f->attrs |= FLOW_A_STATUS | FLOW_A_TIMEOUT;
+	if (rng_chance(r, 0.7)) {
+		f->mark = rng_u32(r);
+		f->attrs |= FLOW_A_MARK;
+	}
+	if (f->orig.zone || rng_chance(r, 0.2))
+		f->attrs |= FLOW_A_ZONE;
+	if (rng_chance(r, 0.5))
+		f->attrs |= FLOW_A_SYNPROXY;
+	switch (f->orig.l4proto) {
+	case IPPROTO_TCP:
+		f->proto_state = (uint8_t)rng_range(r, 1, 9);
+		f->attrs |= FLOW_A_PROTO_STATE;
+		if ((n->w->enc_opts & WIRE_ENC_WSCALE) && rng_chance(r, 0.5)) {
+			f->wscale_orig = (uint8_t)rng_below(r, 15);
+			f->wscale_repl = (uint8_t)rng_below(r, 15);
+			f->attrs |= FLOW_A_WSCALE;
+		}
+		break;
+	case IPPROTO_SCTP:
+		f->proto_state = (uint8_t)rng_range(r, 1, 7);
+		f->attrs |= FLOW_A_PROTO_STATE;
+		if (rng_chance(r, 0.5)) {
+			ff->ext.sctp_vtag_orig = rng_u32(r);
+			ff->ext.sctp_vtag_repl = rng_u32(r);
+			f->attrs |= FLOW_A_SCTP_VTAGS;
+		}
+		break;
+	case IPPROTO_DCCP:
+		f->proto_state = (uint8_t)rng_range(r, 1, 8);
+		f->dccp_role = (uint8_t)rng_below(r, 2);
+		f->attrs |= FLOW_A_PROTO_STATE | FLOW_A_DCCP_ROLE;
+		break;
+	}
+	if (rng_chance(r, 0.2)) {
+		/* SNAT, with the port for port protocols. */
+		if (v6) {
+			ff->ext.snat.bytes[0] = 0x20;
+			ff->ext.snat.bytes[15] = (uint8_t)rng_range(r, 1, 255);
+		} else {
+			ff->ext.snat.v4 = htonl(0xcb007100u | rng_range(r, 1, 254));
+		}
+		f->attrs |= FLOW_A_SNAT;
+		if (f->attrs & FLOW_A_PORTS) {
+			ff->ext.spat = htons((uint16_t)rng_range(r, 1024, 65535));
+			f->attrs |= FLOW_A_SPAT;
+		}
+	}
+	if (rng_chance(r, 0.1)) {
+		ff->labels.words = (uint16_t)rng_range(r, 1, 3);
+		for (unsigned i = 0; i < ff->labels.words; i++)
+			ff->labels.w[i] = rng_u32(r);
+		ff->labels.w[ff->labels.words - 1] |= 1;
+		f->attrs |= FLOW_A_LABELS;
+	}
+	if (rng_chance(r, 0.05)) {
+		strcpy(ff->ext.helper, "ftp");
+		f->attrs |= FLOW_A_HELPER;
+	}
+	flow_full_normalize(ff);
+}
+
+static bool full_equal(const struct flow_full *a, const struct flow_full *b)
+{
+	return !memcmp(&a->flow, &b->flow, sizeof(a->flow)) &&
+	       !memcmp(&a->ext, &b->ext, sizeof(a->ext)) &&
+	       a->labels.words == b->labels.words &&
+	       !memcmp(a->labels.w, b->labels.w, a->labels.words * sizeof(a->labels.w[0]));
+}
+
+/* The simulation compares tables exactly, so every state it makes must survive the codec. */
+static void check_roundtrip(struct node *n, const struct flow_full *ff)
+{
+	static uint8_t buf[WIRE_CT_MAX_LEN];
+	static struct flow_full out;
+	struct wire_hdr h = { .type = WIRE_T_CT_NEW };
+	enum wire_reason r;
+	int len;
+
+	if (n->w->no_roundtrip_check)
+		return;
+	len = wire_ct_encode(buf, sizeof(buf), &h, ff, n->w->enc_opts, NULL);
+	if (len < 0) {
+		world_fail(n->w, "generated flow does not encode: %d", len);
+		return;
+	}
+	memset(&out, 0, sizeof(out));
+	r = wire_ct_decode(buf, (size_t)len, &out);
+	if (r != WIRE_OK || !full_equal(ff, &out))
+		world_fail(n->w, "generated flow does not round-trip (%s, attrs 0x%x)",
+			   wire_reason_name(r), ff->flow.attrs);
+}
+
+/* ---- the kernel -------------------------------------------------------------------------- */
+
+static uint32_t *live_slot(struct node *n, uint32_t kh)
+{
+	return flow_table_user(n->kernel, kh);
+}
+
+static void live_add(struct node *n, uint32_t kh)
+{
+	if (n->nlive == n->live_cap) {
+		n->live_cap = n->live_cap ? 2 * n->live_cap : 256;
+		n->live = realloc(n->live, n->live_cap * sizeof(*n->live));
+		if (!n->live) {
+			perror("sim");
+			exit(2);
+		}
+	}
+	*live_slot(n, kh) = n->nlive;
+	n->live[n->nlive++] = kh;
+}
+
+static void live_remove(struct node *n, uint32_t kh)
+{
+	uint32_t i = *live_slot(n, kh), last = n->live[--n->nlive];
+
+	n->live[i] = last;
+	*live_slot(n, last) = i;
+}
+
+/* The daemon sees the kernel's change as an event: internal table, then the engine. */
+static void mirror_upsert(struct node *n, const struct flow_full *ff, uint64_t now)
+{
+	uint32_t h;
+	int ret;
+
+	if (!n->up)
+		return;
+	ret = flow_table_upsert(n->internal, ff, (uint32_t)(now / 1000), &h);
+	if (ret < 0) {
+		world_fail(n->w, "node %u: internal upsert: %d", n->id, ret);
+		return;
+	}
+	if (ftfw_flow_changed(n->e, h) < 0)
+		world_fail(n->w, "node %u: ftfw_flow_changed refused a handle", n->id);
+	n->dirty = true;
+}
+
+static void mirror_delete(struct node *n, const struct flow_tuple *key, uint64_t now)
+{
+	uint32_t h;
+
+	if (!n->up)
+		return;
+	h = flow_table_lookup(n->internal, key);
+	if (!h || (flow_table_flags(n->internal, h) & FLOW_ENTRY_DEAD)) {
+		world_fail(n->w, "node %u: deleted flow not live in the internal table", n->id);
+		return;
+	}
+	flow_table_mark_dead(n->internal, h, (uint32_t)(now / 1000));
+	ftfw_flow_changed(n->e, h);
+	n->dirty = true;
+}
+
+static void kernel_insert(struct node *n, const struct flow_full *ff, uint64_t now)
+{
+	uint32_t kh;
+	int ret;
+
+	check_roundtrip(n, ff);
+	ret = flow_table_upsert(n->kernel, ff, (uint32_t)(now / 1000), &kh);
+	if (ret != FLOW_UPSERT_INSERTED) {
+		world_fail(n->w, "node %u: kernel insert: %d", n->id, ret);
+		return;
+	}
+	live_add(n, kh);
+	mirror_upsert(n, ff, now);
+	n->churn++;
+}
+
+void node_churn_create(struct node *n, uint64_t now)
+{
+	static struct flow_full ff;
+	struct flow_tuple key;
+
+	key_of(n, n->next_key++, &n->w->rng, &key);
+	gen_flow(n, &key, &n->w->rng, &ff);
+	kernel_insert(n, &ff, now);
+}
+
+void node_churn_recreate(struct node *n, uint64_t now)
+{
+	static struct flow_full ff;
+	struct flow_tuple key;
+	uint32_t lim = n->ndeleted < SIM_DELETED_RING ? n->ndeleted : SIM_DELETED_RING;
+
+	if (!lim) {
+		node_churn_create(n, now);
+		return;
+	}
+	key = n->deleted[rng_below(&n->w->rng, lim)];
+	if (flow_table_lookup(n->kernel, &key)) {
+		node_churn_update(n, now);
+		return;
+	}
+	gen_flow(n, &key, &n->w->rng, &ff);
+	kernel_insert(n, &ff, now);
+}
+
+void node_churn_update(struct node *n, uint64_t now)
+{
+	static struct flow_full ff;
+	struct rng *r = &n->w->rng;
+	uint32_t kh;
+
+	if (!n->nlive) {
+		node_churn_create(n, now);
+		return;
+	}
+	kh = n->live[rng_below(r, n->nlive)];
+	flow_table_export(n->kernel, kh, &ff);
+	switch (rng_below(r, 4)) {
+	case 0:
+		ff.flow.mark = rng_u32(r);
+		ff.flow.attrs |= FLOW_A_MARK;
+		break;
+	case 1:
+		ff.flow.timeout = rng_range(r, 1, 432000);
+		break;
+	case 2:
+		ff.flow.status ^= 0x4;
+		if (ff.flow.attrs & FLOW_A_PROTO_STATE)
+			ff.flow.proto_state = (uint8_t)rng_range(r, 1, 5);
+		break;
+	default:
+		if (ff.flow.attrs & FLOW_A_LABELS) {
+			ff.flow.attrs &= ~FLOW_A_LABELS;
+			ff.labels.words = 0;
+		} else {
+			ff.labels.words = 1;
+			ff.labels.w[0] = rng_u32(r) | 2;
+			ff.flow.attrs |= FLOW_A_LABELS;
+		}
+		break;
+	}
+	flow_full_normalize(&ff);
+	check_roundtrip(n, &ff);
+	if (flow_table_upsert(n->kernel, &ff, (uint32_t)(now / 1000), &kh) < 0) {
+		world_fail(n->w, "node %u: kernel update", n->id);
+		return;
+	}
+	mirror_upsert(n, &ff, now);
+	n->churn++;
+}
+
+void node_churn_delete(struct node *n, uint64_t now)
+{
+	struct flow_tuple key;
+	uint32_t kh;
+
+	if (!n->nlive)
+		return;
+	kh = n->live[rng_below(&n->w->rng, n->nlive)];
+	key = flow_table_flow(n->kernel, kh)->orig;
+	live_remove(n, kh);
+	flow_table_delete(n->kernel, kh);
+	n->deleted[n->ndeleted++ % SIM_DELETED_RING] = key;
+	mirror_delete(n, &key, now);
+	n->churn++;
+}
+
+/* ---- the daemon -------------------------------------------------------------------------- */
+
+static void flush(struct node *n, uint64_t now)
+{
+	if (!n->used)
+		return;
+	channel_send(&n->w->ch, n->id, n->buf, n->used, now);
+	n->used = 0;
+}
+
+static void cb_emit(void *arg, const void *msg, size_t len)
+{
+	struct node *n = arg;
+
+	/* §4.1: appended while used + len < size, else the buffer goes first. */
+	if (n->used && n->used + len >= n->cap)
+		flush(n, n->w->now);
+	memcpy(n->buf + n->used, msg, len);
+	n->used += len;
+	if (n->used >= n->cap)
+		flush(n, n->w->now);    /* a message larger than a datagram goes alone */
+}
+
+static void cb_apply(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct node *n = arg;
+	struct flow_table *t;
+	uint32_t h;
+
+	if (peer >= n->w->n || peer == n->id || !n->ext[peer]) {
+		world_fail(n->w, "node %u: state from unknown peer %u", n->id, peer);
+		return;
+	}
+	t = n->ext[peer];
+	if (type == WIRE_T_CT_DEL) {
+		h = flow_table_lookup(t, &f->flow.orig);
+		if (h)
+			flow_table_delete(t, h);
+		return;
+	}
+	/* NEW replaces, UPD updates or creates: our messages carry whole states, so both upsert. */
+	if (flow_table_upsert(t, f, (uint32_t)(n->w->now / 1000), &h) < 0)
+		world_fail(n->w, "node %u: external upsert failed", n->id);
+}
+
+static void cb_dead_acked(void *arg, uint32_t h)
+{
+	struct node *n = arg;
+
+	if (flow_table_delete(n->internal, h) < 0)
+		world_fail(n->w, "node %u: dead_acked for unknown handle %u", n->id, h);
+}
+
+static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
+{
+	struct node *n = arg;
+
+	if (n->w->trace) {
+		static const char *const names[] = { "new", "restarted", "lost", "back" };
+
+		fprintf(stderr, "%8llu node %u: peer %u %s\n", (unsigned long long)n->w->now, n->id,
+			peer, names[ev]);
+	}
+	if (ev != FTFW_PEER_RESTARTED || peer >= n->w->n || !n->ext[peer])
+		return;
+	/*
+	 * The peer's daemon restarted: what it had not told us (DELs lost
+	 * with its dead entries) is gone from it.  Flush and ask again, as
+	 * keepalived's scripts do with -f and -n.
+	 */
+	flow_table_clear(n->ext[peer]);
+	ftfw_request_resync(n->e);
+}
+
+static const struct ftfw_ops node_ops = {
+	.emit = cb_emit,
+	.apply = cb_apply,
+	.dead_acked = cb_dead_acked,
+	.peer_event = cb_peer_event,
+};
+
+void node_init(struct world *w, struct node *n, unsigned id, const struct ftfw_config *cfg,
+	       size_t mtu)
+{
+	memset(n, 0, sizeof(*n));
+	n->id = id;
+	n->w = w;
+	n->cfg = *cfg;
+	n->kernel = table_new(8, rng_u32(&w->rng));
+	n->cap = mtu - WIRE_UDP_OVERHEAD;
+	n->buf = xcalloc(1, n->cap > FTFW_MSG_MAX ? n->cap : FTFW_MSG_MAX);
+	n->budget = 16 * n->cap;
+}
+
+static void daemon_free(struct node *n)
+{
+	ftfw_free(n->e);
+	n->e = NULL;
+	if (n->internal)
+		flow_table_free(n->internal);
+	n->internal = NULL;
+	for (unsigned i = 0; i < SIM_NODES_MAX; i++) {
+		if (n->ext[i])
+			flow_table_free(n->ext[i]);
+		n->ext[i] = NULL;
+	}
+}
+
+void node_free(struct node *n)
+{
+	daemon_free(n);
+	if (n->kernel)
+		flow_table_free(n->kernel);
+	free(n->live);
+	free(n->buf);
+	memset(n, 0, sizeof(*n));
+}
+
+void node_up(struct node *n, uint64_t now)
+{
+	static struct flow_full ff;
+	uint32_t cursor = 0, kh, h, seq;
+	int ret;
+
+	n->internal = table_new(FTFW_USER_BYTES, rng_u32(&n->w->rng));
+	for (unsigned i = 0; i < n->w->n; i++)
+		if (i != n->id)
+			n->ext[i] = table_new(0, rng_u32(&n->w->rng));
+	/* The startup dump: loaded, not sent (§5.1); the peer's resync request fetches it. */
+	while ((kh = flow_table_next(n->kernel, &cursor)) != 0) {
+		flow_table_export(n->kernel, kh, &ff);
+		flow_table_upsert(n->internal, &ff, (uint32_t)(now / 1000), &h);
+	}
+	/*
+	 * A new counter for each run of the daemon: from a clock shared by
+	 * the nodes (as the daemon does with time(NULL)) through
+	 * ftfw_initial_seq(), or random.
+	 */
+	seq = n->w->time_seq ? ftfw_initial_seq(n->w->clock_base + (uint32_t)(now / 1000), n->id) :
+			       rng_u32(&n->w->rng);
+	ret = ftfw_new(&n->cfg, &node_ops, n, n->internal, seq, now, &n->e);
+	if (ret < 0) {
+		world_fail(n->w, "node %u: ftfw_new: %d", n->id, ret);
+		return;
+	}
+	ftfw_request_resync(n->e);     /* StartupResync on */
+	if (n->w->trace)
+		fprintf(stderr, "%8llu node %u: up, seq %u, %u flows\n", (unsigned long long)now,
+			n->id, seq, n->nlive);
+	n->up = true;
+	n->used = 0;
+	n->dirty = true;
+	n->wake = now;
+}
+
+void node_down(struct node *n, uint64_t now, uint32_t down_ms)
+{
+	if (n->w->trace) {
+		struct ftfw_peer_stats ps;
+
+		for (unsigned i = 0; i < n->w->n; i++)
+			if (i != n->id && ftfw_peer_stats(n->e, i, &ps) == 0)
+				fprintf(stderr, "%8llu node %u: down for %u ms, next seq %u, peer %u last %u%s\n",
+					(unsigned long long)now, n->id, down_ms, ftfw_next_seq(n->e), i,
+					ps.last_seq, ps.hello_pending ? " (hello pending)" : "");
+	}
+	daemon_free(n);
+	n->up = false;
+	n->used = 0;            /* what was not flushed dies with the process */
+	n->up_at = now + down_ms;
+	n->restarts++;
+}
+
+void node_receive(struct node *n, const struct dgram *d, uint64_t now)
+{
+	struct wire_split s;
+	struct wire_msg m;
+	enum wire_split_status st;
+
+	wire_split_init(&s, d->data, d->len, false);
+	while ((st = wire_split_next(&s, &m)) == WIRE_SPLIT_MSG)
+		ftfw_receive(n->e, d->from, &m, now);
+	if (st == WIRE_SPLIT_ERROR)
+		ftfw_count_rejected(n->e, d->from, m.reason);
+	n->dirty = true;
+}
+
+void node_iterate(struct node *n, uint64_t now)
+{
+	ftfw_tick(n->e, now);
+	ftfw_send(n->e, now, n->budget);
+	flush(n, now);
+	n->wake = ftfw_send_ready(n->e) ? now + 1 : ftfw_next_deadline(n->e);
+	n->dirty = false;
+}
+
+/* ---- the final comparison -------------------------------------------------------------- */
+
+static const char *key_str(const struct flow_tuple *t, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(t->family, t->src.bytes, a, sizeof(a));
+	snprintf(buf, len, "%s proto %u zone %u", a, t->l4proto, t->zone);
+	return buf;
+}
+
+/* Every live entry of `truth` is in `t` with the same content, and t has nothing else live. */
+static bool same_table(struct world *w, const struct flow_table *truth, const struct flow_table *t,
+		       const char *what)
+{
+	static struct flow_full a, b;
+	uint32_t cursor = 0, h, n_truth = 0, n_t = 0;
+	char k[128];
+
+	while ((h = flow_table_next(truth, &cursor)) != 0) {
+		uint32_t th;
+
+		if (flow_table_flags(truth, h) & FLOW_ENTRY_DEAD)
+			continue;
+		n_truth++;
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		flow_table_export(truth, h, &a);
+		th = flow_table_lookup(t, &a.flow.orig);
+		if (!th || (flow_table_flags(t, th) & FLOW_ENTRY_DEAD)) {
+			world_fail(w, "%s: missing %s", what, key_str(&a.flow.orig, k, sizeof(k)));
+			return false;
+		}
+		flow_table_export(t, th, &b);
+		if (!full_equal(&a, &b)) {
+			world_fail(w, "%s: differs for %s (mark %u/%u, timeout %u/%u, attrs 0x%x/0x%x)",
+				   what, key_str(&a.flow.orig, k, sizeof(k)), a.flow.mark, b.flow.mark,
+				   a.flow.timeout, b.flow.timeout, a.flow.attrs, b.flow.attrs);
+			return false;
+		}
+	}
+	cursor = 0;
+	while ((h = flow_table_next(t, &cursor)) != 0)
+		n_t += !(flow_table_flags(t, h) & FLOW_ENTRY_DEAD);
+	if (n_t != n_truth) {
+		/* Find one extra for the message. */
+		cursor = 0;
+		while ((h = flow_table_next(t, &cursor)) != 0)
+			if (!flow_table_lookup(truth, &flow_table_flow(t, h)->orig)) {
+				world_fail(w, "%s: %u entries instead of %u, e.g. stale %s", what, n_t,
+					   n_truth, key_str(&flow_table_flow(t, h)->orig, k, sizeof(k)));
+				return false;
+			}
+		world_fail(w, "%s: %u entries instead of %u", what, n_t, n_truth);
+		return false;
+	}
+	return true;
+}
+
+bool node_check(struct node *reader, struct node *owner)
+{
+	char what[96];
+
+	if (!reader->up || !owner->up) {
+		world_fail(reader->w, "node down at the end");
+		return false;
+	}
+	if (flow_table_count(owner->internal) != owner->nlive) {
+		world_fail(reader->w, "node %u: internal table holds %u entries (dead ones left?), kernel %u",
+			   owner->id, flow_table_count(owner->internal), owner->nlive);
+		return false;
+	}
+	snprintf(what, sizeof(what), "node %u internal vs its kernel", owner->id);
+	if (!same_table(reader->w, owner->kernel, owner->internal, what))
+		return false;
+	snprintf(what, sizeof(what), "node %u external of node %u vs node %u's kernel", reader->id,
+		 owner->id, owner->id);
+	return same_table(reader->w, owner->kernel, reader->ext[owner->id], what);
+}

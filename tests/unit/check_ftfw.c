@@ -1,0 +1,1575 @@
+/*
+ * check_ftfw.c - the FTFW engine against the behaviour of conntrackd 1.4.7
+ * (§2 and the negative-conformance table of §11 step 7 of
+ * shared/reference/conntrackd-1.4.7-facts.md), and what ctsyncd adds:
+ * RTO, flow control, sequence tracking during HELLO, per-peer state,
+ * re-queueing on a peer's restart, paced bulk sends; and NOTRACK.
+ *
+ * The engine runs against a harness that plays the peer: it feeds
+ * hand-built messages through the real splitter and records every message
+ * the engine emits, every state applied and every DEL acknowledged.
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "flow.h"
+#include "flow_table.h"
+#include "sync.h"
+#include "wire.h"
+
+#define REQUIRE(cond, ...) do { if (!(cond)) ck_abort_msg(__VA_ARGS__); } while (0)
+#define EXPECT_EQ(what, expected, actual) do { \
+	long long e_ = (long long)(expected), a_ = (long long)(actual); \
+	if (e_ != a_) \
+		ck_abort_msg("%s: expected %lld, got %lld", what, e_, a_); \
+} while (0)
+
+static bool seq_newer(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) > 0;
+}
+
+/* ---- the harness ------------------------------------------------------------------- */
+
+#define OUT_MAX   8192
+#define APPLY_MAX 2048
+
+struct out_msg {
+	struct wire_hdr hdr;
+	enum wire_kind kind;
+	uint64_t at;
+	size_t len;
+	uint8_t data[WIRE_CT_MAX_LEN];
+};
+
+struct applied {
+	unsigned peer;
+	uint8_t type;
+	struct flow_full f;
+};
+
+static struct harness {
+	struct flow_table *t;
+	struct ftfw *e;
+	uint64_t now;
+	size_t nout;
+	struct out_msg out[OUT_MAX];
+	size_t napplied;
+	struct applied applied[APPLY_MAX];
+	size_t ndead;
+	uint32_t dead[APPLY_MAX];
+	size_t nevents;
+	struct { unsigned peer; enum ftfw_peer_event ev; } events[64];
+	bool delete_dead;               /* dead_acked deletes the entry, as the daemon does */
+} H;
+
+static void h_emit(void *arg, const void *msg, size_t len)
+{
+	struct harness *h = arg;
+	struct out_msg *o;
+
+	REQUIRE(h->nout < OUT_MAX, "too many messages emitted");
+	REQUIRE(len <= WIRE_CT_MAX_LEN && len >= WIRE_HDR_LEN, "emitted length %zu", len);
+	o = &h->out[h->nout++];
+	memcpy(o->data, msg, len);
+	o->len = len;
+	o->at = h->now;
+	REQUIRE(wire_hdr_decode(msg, len, &o->hdr) == WIRE_OK, "emitted header undecodable");
+	REQUIRE(o->hdr.len == len, "header len %u for %zu bytes", o->hdr.len, len);
+	REQUIRE(o->hdr.version == WIRE_VERSION, "version %u", o->hdr.version);
+	o->kind = wire_classify(&o->hdr);
+}
+
+static void h_apply(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct harness *h = arg;
+	struct applied *a;
+
+	REQUIRE(h->napplied < APPLY_MAX, "too many states applied");
+	a = &h->applied[h->napplied++];
+	a->peer = peer;
+	a->type = type;
+	a->f = *f;
+}
+
+static void h_dead_acked(void *arg, uint32_t handle)
+{
+	struct harness *h = arg;
+
+	REQUIRE(h->ndead < APPLY_MAX, "too many dead acks");
+	h->dead[h->ndead++] = handle;
+	if (h->delete_dead)
+		REQUIRE(flow_table_delete(h->t, handle) == 0, "delete of acked dead flow %u", handle);
+}
+
+static void h_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
+{
+	struct harness *h = arg;
+
+	if (h->nevents < 64) {
+		h->events[h->nevents].peer = peer;
+		h->events[h->nevents].ev = ev;
+		h->nevents++;
+	}
+}
+
+static const struct ftfw_ops h_ops = {
+	.emit = h_emit,
+	.apply = h_apply,
+	.dead_acked = h_dead_acked,
+	.peer_event = h_event,
+};
+
+static struct ftfw_config default_cfg(void)
+{
+	struct ftfw_config c = { 0 };
+
+	c.enc_opts = WIRE_ENC_TIMEOUT;
+	return c;
+}
+
+static void h_setup_cfg(const struct ftfw_config *cfg, uint32_t seq)
+{
+	struct flow_table_options o = { .buckets = 256, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+
+	memset(&H, 0, sizeof(H));
+	H.delete_dead = true;
+	H.now = 100000;
+	ck_assert_int_eq(flow_table_new(&o, &H.t), 0);
+	ck_assert_int_eq(ftfw_new(cfg, &h_ops, &H, H.t, seq, H.now, &H.e), 0);
+}
+
+static void h_setup(void)
+{
+	struct ftfw_config c = default_cfg();
+
+	h_setup_cfg(&c, 1000);
+}
+
+static void h_teardown(void)
+{
+	ftfw_free(H.e);
+	flow_table_free(H.t);
+	H.e = NULL;
+	H.t = NULL;
+}
+
+/* Advance the clock to `to`, running every timer on its way. */
+static void h_run_until(uint64_t to)
+{
+	for (;;) {
+		uint64_t d = ftfw_next_deadline(H.e);
+
+		if (d > to)
+			break;
+		if (d > H.now)
+			H.now = d;
+		ftfw_tick(H.e, H.now);
+	}
+	H.now = to;
+	ftfw_tick(H.e, H.now);
+}
+
+static void h_advance(uint64_t ms)
+{
+	h_run_until(H.now + ms);
+}
+
+static size_t h_send(void)
+{
+	return ftfw_send(H.e, H.now, SIZE_MAX);
+}
+
+/* Feed one datagram through the real splitter. */
+static void h_feed_peer(unsigned peer, const void *buf, size_t len)
+{
+	struct wire_split s;
+	struct wire_msg m;
+	enum wire_split_status st;
+
+	wire_split_init(&s, buf, len, false);
+	while ((st = wire_split_next(&s, &m)) == WIRE_SPLIT_MSG)
+		ck_assert_int_eq(ftfw_receive(H.e, peer, &m, H.now), 0);
+	if (st == WIRE_SPLIT_ERROR)
+		ftfw_count_rejected(H.e, peer, m.reason);
+}
+
+static void h_feed(const void *buf, size_t len)
+{
+	h_feed_peer(0, buf, len);
+}
+
+static size_t ctl(uint8_t *buf, uint8_t flags, uint32_t seq, uint32_t from, uint32_t to)
+{
+	int n = wire_ctl_encode(buf, WIRE_CTL_RANGE_LEN, flags, seq, from, to);
+
+	REQUIRE(n > 0, "wire_ctl_encode: %d", n);
+	return (size_t)n;
+}
+
+static void feed_ctl_peer(unsigned peer, uint8_t flags, uint32_t seq, uint32_t from, uint32_t to)
+{
+	uint8_t buf[WIRE_CTL_RANGE_LEN];
+
+	h_feed_peer(peer, buf, ctl(buf, flags, seq, from, to));
+}
+
+static void feed_ctl(uint8_t flags, uint32_t seq, uint32_t from, uint32_t to)
+{
+	feed_ctl_peer(0, flags, seq, from, to);
+}
+
+/* A TCP flow whose key is made of i; mark as given. */
+static void make_flow(struct flow_full *ff, uint32_t i, uint32_t mark)
+{
+	struct flow *f = &ff->flow;
+
+	memset(ff, 0, sizeof(*ff));
+	f->orig.family = AF_INET;
+	f->orig.l4proto = IPPROTO_TCP;
+	f->orig.src.v4 = htonl(0x0a000000u | (i >> 16));
+	f->orig.dst.v4 = htonl(0xc0a80001u);
+	f->orig.l4.port.sport = htons((uint16_t)(1024 + (i & 0xffff)));
+	f->orig.l4.port.dport = htons(80);
+	f->status = 0x8 | 0x4 | 0x2;
+	f->timeout = 300;
+	f->mark = mark;
+	f->proto_state = 3;
+	f->attrs = FLOW_A_PORTS | FLOW_A_STATUS | FLOW_A_TIMEOUT | FLOW_A_MARK | FLOW_A_PROTO_STATE;
+}
+
+static size_t data_msg(uint8_t *buf, uint8_t type, uint8_t flags, uint32_t seq, uint32_t i,
+		       uint32_t mark)
+{
+	struct wire_hdr h = { .type = type, .flags = flags, .seq = seq };
+	struct flow_full ff;
+	int n;
+
+	make_flow(&ff, i, mark);
+	n = wire_ct_encode(buf, WIRE_CT_MAX_LEN, &h, &ff, WIRE_ENC_TIMEOUT, NULL);
+	REQUIRE(n > 0, "wire_ct_encode: %d", n);
+	return (size_t)n;
+}
+
+static void feed_data_peer(unsigned peer, uint8_t flags, uint32_t seq, uint32_t i, uint32_t mark)
+{
+	uint8_t buf[WIRE_CT_MAX_LEN];
+
+	h_feed_peer(peer, buf, data_msg(buf, WIRE_T_CT_NEW, flags, seq, i, mark));
+}
+
+static void feed_data(uint8_t flags, uint32_t seq, uint32_t i, uint32_t mark)
+{
+	feed_data_peer(0, flags, seq, i, mark);
+}
+
+/* Insert or update flow i in the internal table and tell the engine. */
+static uint32_t put_flow(uint32_t i, uint32_t mark)
+{
+	struct flow_full ff;
+	uint32_t h;
+
+	make_flow(&ff, i, mark);
+	REQUIRE(flow_table_upsert(H.t, &ff, 0, &h) >= 0, "upsert");
+	ck_assert_int_eq(ftfw_flow_changed(H.e, h), 0);
+	return h;
+}
+
+static void kill_flow(uint32_t h)
+{
+	ck_assert_int_eq(flow_table_mark_dead(H.t, h, 0), 0);
+	ck_assert_int_eq(ftfw_flow_changed(H.e, h), 0);
+}
+
+/* Messages emitted from index `from` on, of kind k. */
+static size_t count_kind(size_t from, enum wire_kind k)
+{
+	size_t n = 0;
+
+	for (size_t i = from; i < H.nout; i++)
+		n += H.out[i].kind == k;
+	return n;
+}
+
+static const struct out_msg *find_kind(size_t from, enum wire_kind k)
+{
+	for (size_t i = from; i < H.nout; i++)
+		if (H.out[i].kind == k)
+			return &H.out[i];
+	return NULL;
+}
+
+static void expect_range(const struct out_msg *m, const char *what, uint8_t flags,
+			 uint32_t from, uint32_t to)
+{
+	REQUIRE(m, "%s: none emitted", what);
+	REQUIRE(m->hdr.flags == flags, "%s: flags expected 0x%02x, got 0x%02x", what, flags,
+		m->hdr.flags);
+	REQUIRE(m->hdr.from == from && m->hdr.to == to, "%s: range expected [%u,%u], got [%u,%u]",
+		what, from, to, m->hdr.from, m->hdr.to);
+	REQUIRE(m->len == WIRE_CTL_RANGE_LEN, "%s: length %zu", what, m->len);
+}
+
+static uint32_t out_mark(const struct out_msg *m)
+{
+	struct flow_full ff;
+
+	REQUIRE(wire_ct_decode(m->data, m->len, &ff) == WIRE_OK, "our message does not decode");
+	return ff.flow.mark;
+}
+
+static uint32_t out_key(const struct out_msg *m)
+{
+	struct flow_full ff;
+
+	REQUIRE(wire_ct_decode(m->data, m->len, &ff) == WIRE_OK, "our message does not decode");
+	return ((ntohl(ff.flow.orig.src.v4) & 0xffff) << 16) | (ntohs(ff.flow.orig.l4.port.sport) - 1024u);
+}
+
+static struct ftfw_stats stats(void)
+{
+	struct ftfw_stats s;
+
+	ftfw_stats(H.e, &s);
+	return s;
+}
+
+/*
+ * The state of §11 step 7: the engine ran with a real peer (whose HELLO
+ * it answered and which answered its own), then that peer was replaced by
+ * the scripted one, which starts with HELLO|ALIVE at seq S.
+ */
+#define S 5000u
+
+static void conformance_setup(void)
+{
+	struct ftfw_config c = default_cfg();
+
+	/* ACK ranges as 1.4.7 sends them: no widening, no repeats (tested on their own). */
+	c.plain_acks = true;
+	h_setup_cfg(&c, 1000);
+	/* The former peer: its HELLO_BACK ends our hello phase. */
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 77, 0, 0);
+	h_advance(2000);
+	H.nout = 0;
+}
+
+/* ---- §11 step 7, row by row ------------------------------------------------------------- */
+
+START_TEST(hello_is_acked_with_hello_back)
+{
+	conformance_setup();
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);        /* 0x30 */
+	EXPECT_EQ("messages emitted at once", 0, H.nout);
+	h_advance(1000);
+	EXPECT_EQ("ACKs", 1, count_kind(0, WIRE_K_ACK));
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK of the HELLO", 0x48, S, S);
+	h_teardown();
+}
+END_TEST
+
+static void row1(void)
+{
+	conformance_setup();
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);
+	h_advance(1000);
+	H.nout = 0;
+}
+
+START_TEST(in_order_data_is_acked_after_the_timer)
+{
+	uint64_t t0;
+
+	row1();
+	t0 = H.now;
+	feed_data(0, S + 1, 1, 7);
+	EXPECT_EQ("states applied", 1, H.napplied);
+	EXPECT_EQ("applied type", WIRE_T_CT_NEW, H.applied[0].type);
+	EXPECT_EQ("applied mark", 7, H.applied[0].f.flow.mark);
+	h_run_until(t0 + 999);
+	EXPECT_EQ("ACKs before one second", 0, count_kind(0, WIRE_K_ACK));
+	h_run_until(t0 + 1000);
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 1, S + 1);
+	h_teardown();
+}
+END_TEST
+
+static void row2(void)
+{
+	row1();
+	feed_data(0, S + 1, 1, 7);
+	h_advance(1000);
+	H.nout = 0;
+	H.napplied = 0;
+}
+
+START_TEST(gap_is_nacked_at_once_and_its_data_accepted)
+{
+	struct ftfw_stats s;
+
+	row2();
+	feed_data(0, S + 6, 6, 9);
+	EXPECT_EQ("messages emitted at once", 1, H.nout);
+	expect_range(find_kind(0, WIRE_K_NACK), "NACK", WIRE_F_NACK, S + 2, S + 5);
+	EXPECT_EQ("states applied", 1, H.napplied);
+	s = stats();
+	EXPECT_EQ("seq lost (exact, not 1.4.7's +2)", 4, s.seq_lost);
+	h_advance(1000);
+	expect_range(find_kind(1, WIRE_K_ACK), "later ACK", WIRE_F_ACK, S + 6, S + 6);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(old_sequence_number_is_dropped_and_counted)
+{
+	row2();
+	feed_data(0, S + 6, 6, 9);
+	h_advance(1000);
+	H.nout = 0;
+	H.napplied = 0;
+	feed_data(0, S + 3, 3, 9);
+	EXPECT_EQ("states applied", 0, H.napplied);
+	EXPECT_EQ("messages emitted", 0, H.nout);
+	EXPECT_EQ("packets before", 1, stats().seq_before);
+	h_advance(3000);
+	EXPECT_EQ("ACKs covering nothing new", 0, count_kind(0, WIRE_K_ACK) ? 1 : 0);
+	h_teardown();
+}
+END_TEST
+
+/* Append a TLV to an encoded message and fix its length. */
+static size_t add_tlv(uint8_t *buf, size_t len, uint16_t id, uint16_t nta_len, size_t space)
+{
+	memset(buf + len, 0, space);
+	buf[len] = (uint8_t)(nta_len >> 8);
+	buf[len + 1] = (uint8_t)nta_len;
+	buf[len + 2] = (uint8_t)(id >> 8);
+	buf[len + 3] = (uint8_t)id;
+	len += space;
+	buf[WIRE_OFF_LEN] = (uint8_t)(len >> 8);
+	buf[WIRE_OFF_LEN + 1] = (uint8_t)len;
+	return len;
+}
+
+START_TEST(unknown_attribute_is_rejected_but_acked)
+{
+	uint8_t buf[WIRE_CT_MAX_LEN + 16];
+	size_t n;
+
+	row2();
+	n = data_msg(buf, WIRE_T_CT_NEW, 0, S + 2, 2, 1);
+	n = add_tlv(buf, n, NTA_MAX, 8, 8);     /* id 33 */
+	h_feed(buf, n);
+	EXPECT_EQ("states applied", 0, H.napplied);
+	EXPECT_EQ("malformed: unknown attribute", 1, stats().malformed[WIRE_R_ATTR_UNKNOWN]);
+	h_advance(1000);
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 2);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(wrong_size_l4proto_is_rejected_but_acked)
+{
+	uint8_t buf[64] = { 0 };
+	size_t n;
+
+	row2();
+	buf[0] = WIRE_VERSION << 4 | WIRE_T_CT_NEW;
+	buf[WIRE_OFF_SEQ] = (uint8_t)((S + 2) >> 24);
+	buf[WIRE_OFF_SEQ + 1] = (uint8_t)((S + 2) >> 16);
+	buf[WIRE_OFF_SEQ + 2] = (uint8_t)((S + 2) >> 8);
+	buf[WIRE_OFF_SEQ + 3] = (uint8_t)(S + 2);
+	n = add_tlv(buf, WIRE_HDR_LEN, NTA_IPV4, 12, 12);
+	n = add_tlv(buf, n, NTA_L4PROTO, 8, 8);
+	h_feed(buf, n);
+	EXPECT_EQ("states applied", 0, H.napplied);
+	EXPECT_EQ("malformed: attribute size", 1, stats().malformed[WIRE_R_ATTR_SIZE]);
+	h_advance(1000);
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 2);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(wrong_version_is_never_acked_and_later_nacked)
+{
+	uint8_t buf[WIRE_CT_MAX_LEN];
+	size_t n;
+
+	row2();
+	n = data_msg(buf, WIRE_T_CT_NEW, 0, S + 2, 2, 1);
+	buf[0] = 2 << 4 | WIRE_T_CT_NEW;
+	h_feed(buf, n);
+	EXPECT_EQ("states applied", 0, H.napplied);
+	EXPECT_EQ("wrong version counted", 1, stats().malformed[WIRE_R_WRONG_VERSION]);
+	h_advance(3000);
+	EXPECT_EQ("ACKs for it", 0, count_kind(0, WIRE_K_ACK));
+	feed_data(0, S + 3, 3, 1);
+	expect_range(find_kind(0, WIRE_K_NACK), "NACK", WIRE_F_NACK, S + 2, S + 2);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(two_messages_in_one_datagram_get_one_ack_range)
+{
+	uint8_t buf[2 * WIRE_CT_MAX_LEN];
+	size_t n;
+
+	row2();
+	n = data_msg(buf, WIRE_T_CT_NEW, 0, S + 2, 2, 1);
+	n += data_msg(buf + n, WIRE_T_CT_UPD, 0, S + 3, 3, 1);
+	h_feed(buf, n);
+	EXPECT_EQ("states applied", 2, H.napplied);
+	EXPECT_EQ("second type", WIRE_T_CT_UPD, H.applied[1].type);
+	h_advance(1000);
+	EXPECT_EQ("ACKs", 1, count_kind(0, WIRE_K_ACK));
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 3);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(four_trailing_bytes_inside_len_are_accepted)
+{
+	uint8_t buf[WIRE_CT_MAX_LEN + 4];
+	size_t n;
+
+	row2();
+	n = data_msg(buf, WIRE_T_CT_NEW, 0, S + 2, 2, 1);
+	memset(buf + n, 0, 4);
+	n += 4;
+	buf[WIRE_OFF_LEN] = (uint8_t)(n >> 8);
+	buf[WIRE_OFF_LEN + 1] = (uint8_t)n;
+	h_feed(buf, n);
+	EXPECT_EQ("states applied", 1, H.napplied);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(resync_request_sends_the_whole_cache)
+{
+	uint32_t hs[40];
+	size_t d;
+
+	row2();
+	for (uint32_t i = 0; i < 40; i++)
+		hs[i] = put_flow(i, i);
+	h_send();
+	/* The peer ACKs what we sent: the cache is quiet. */
+	feed_ctl(WIRE_F_ACK, S + 2, H.out[0].hdr.seq, H.out[H.nout - 1].hdr.seq);
+	put_flow(5, 55);        /* flow 5 is now updated: CT_UPD in the bulk */
+	h_send();
+	feed_ctl(WIRE_F_ACK, S + 3, H.out[H.nout - 1].hdr.seq, H.out[H.nout - 1].hdr.seq);
+	ck_assert(ftfw_idle(H.e));
+	d = H.nout;
+	feed_ctl(WIRE_F_RESYNC, S + 4, 0, 0);
+	h_send();
+	EXPECT_EQ("data messages of the bulk", 40, count_kind(d, WIRE_K_DATA));
+	for (size_t i = d; i < H.nout; i++)
+		if (H.out[i].kind == WIRE_K_DATA) {
+			uint32_t k = out_key(&H.out[i]);
+
+			EXPECT_EQ("type of each", k == 5 ? WIRE_T_CT_UPD : WIRE_T_CT_NEW, H.out[i].hdr.type);
+		}
+	h_advance(1000);
+	REQUIRE(find_kind(d, WIRE_K_ACK), "the RESYNC request is ACKed");
+	(void)hs;
+	h_teardown();
+}
+END_TEST
+
+START_TEST(nack_resends_with_new_sequence_numbers)
+{
+	uint32_t first;
+	size_t d;
+
+	row2();
+	for (uint32_t i = 0; i < 3; i++)
+		put_flow(i, 10 + i);
+	h_send();
+	EXPECT_EQ("sent", 3, H.nout);
+	first = H.out[0].hdr.seq;
+	d = H.nout;
+	feed_ctl(WIRE_F_NACK, S + 2, first, first + 2);
+	h_send();
+	EXPECT_EQ("resent", 3, count_kind(d, WIRE_K_DATA));
+	for (size_t i = 0; i < 3; i++) {
+		EXPECT_EQ("new sequence number", first + 3 + i, H.out[d + i].hdr.seq);
+		EXPECT_EQ("same state", 10 + i, out_mark(&H.out[d + i]));
+	}
+	EXPECT_EQ("retransmissions counted", 3, stats().retransmitted);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(ack_covering_all_then_nack_resends_nothing)
+{
+	uint32_t first, last;
+	size_t d;
+
+	row2();
+	for (uint32_t i = 0; i < 3; i++)
+		put_flow(i, i);
+	h_send();
+	first = H.out[0].hdr.seq;
+	last = H.out[2].hdr.seq;
+	feed_ctl(WIRE_F_ACK, S + 2, first, last);
+	EXPECT_EQ("in flight after the ACK", 0, stats().inflight);
+	d = H.nout;
+	feed_ctl(WIRE_F_NACK, S + 3, first, last);
+	h_send();
+	EXPECT_EQ("resent", 0, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+/* ---- HELLO (§2.4) ---------------------------------------------------------------------- */
+
+/* Two engines wired back to back through in-memory queues, for the handshake trace. */
+struct pair_side {
+	struct flow_table *t;
+	struct ftfw *e;
+	size_t nq;
+	uint8_t q[64][WIRE_CTL_RANGE_LEN];
+	size_t qlen[64];
+	uint8_t flags_log[64];
+	size_t nlog;
+};
+
+static void pair_emit(void *arg, const void *msg, size_t len)
+{
+	struct pair_side *s = arg;
+
+	REQUIRE(s->nq < 64 && len <= WIRE_CTL_RANGE_LEN, "pair queue");
+	memcpy(s->q[s->nq], msg, len);
+	s->qlen[s->nq++] = len;
+	if (s->nlog < 64)
+		s->flags_log[s->nlog++] = ((const uint8_t *)msg)[1];
+}
+
+static void pair_apply(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	(void)arg; (void)peer; (void)type; (void)f;
+}
+
+static void pair_dead(void *arg, uint32_t h)
+{
+	(void)arg; (void)h;
+}
+
+static void pair_deliver(struct pair_side *from, struct pair_side *to, uint64_t now)
+{
+	for (size_t i = 0; i < from->nq; i++) {
+		struct wire_split sp;
+		struct wire_msg m;
+
+		wire_split_init(&sp, from->q[i], from->qlen[i], false);
+		while (wire_split_next(&sp, &m) == WIRE_SPLIT_MSG)
+			if (to->e)
+				ftfw_receive(to->e, 0, &m, now);
+	}
+	from->nq = 0;
+}
+
+static void pair_init(struct pair_side *s, uint32_t seq, uint64_t now)
+{
+	static const struct ftfw_ops ops = { .emit = pair_emit, .apply = pair_apply,
+					     .dead_acked = pair_dead };
+	struct flow_table_options o = { .buckets = 16, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+	struct ftfw_config c = default_cfg();
+
+	c.plain_acks = true;    /* §2.4's trace has no repeated ACKs */
+	ck_assert_int_eq(flow_table_new(&o, &s->t), 0);
+	ck_assert_int_eq(ftfw_new(&c, &ops, s, s->t, seq, now, &s->e), 0);
+}
+
+START_TEST(hello_handshake_trace)
+{
+	static struct pair_side a, b;
+	/* A said HELLO|ALIVE once a second while B was down (1000, 2000, 3000 ms). */
+	uint8_t expect_a[] = { 0x30, 0x30, 0x30, 0x48, 0x08 };
+	uint8_t expect_b[] = { 0x68, 0x08 };
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	pair_init(&a, 100, 0);
+	/* A alone: HELLO|ALIVE every second (B is down, nothing arrives). */
+	for (uint64_t t = 1; t <= 6000; t++) {
+		if (t == 2500)
+			pair_init(&b, 900, t);
+		ftfw_tick(a.e, t);
+		if (b.e)
+			ftfw_tick(b.e, t);
+		pair_deliver(&a, &b, t);
+		pair_deliver(&b, &a, t);
+		if (a.nlog >= 5 && b.nlog >= 2)
+			break;
+	}
+	REQUIRE(a.nlog >= 5 && b.nlog >= 2, "trace too short: A %zu, B %zu", a.nlog, b.nlog);
+	for (size_t i = 0; i < sizeof(expect_a); i++)
+		REQUIRE(a.flags_log[i] == expect_a[i], "A message %zu: expected 0x%02x, got 0x%02x", i,
+			expect_a[i], a.flags_log[i]);
+	for (size_t i = 0; i < sizeof(expect_b); i++)
+		REQUIRE(b.flags_log[i] == expect_b[i], "B message %zu: expected 0x%02x, got 0x%02x", i,
+			expect_b[i], b.flags_log[i]);
+	ftfw_free(a.e);
+	ftfw_free(b.e);
+	flow_table_free(a.t);
+	flow_table_free(b.t);
+}
+END_TEST
+
+START_TEST(first_alive_says_hello)
+{
+	h_setup();
+	h_advance(999);
+	EXPECT_EQ("messages before a second", 0, H.nout);
+	h_advance(1);
+	EXPECT_EQ("ALIVE", 1, H.nout);
+	EXPECT_EQ("flags", WIRE_F_HELLO | WIRE_F_ALIVE, H.out[0].hdr.flags);
+	EXPECT_EQ("length", WIRE_ALIVE_LEN, H.out[0].len);
+	EXPECT_EQ("first sequence number", 1000, H.out[0].hdr.seq);
+	h_advance(1000);
+	EXPECT_EQ("sequence number +1 per message", 1001, H.out[1].hdr.seq);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 1: a peer still saying HELLO has its gaps NACKed (1.4.7 takes each HELLO as in sync). */
+START_TEST(sequence_tracked_while_peer_says_hello)
+{
+	h_setup();
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);
+	feed_data(WIRE_F_HELLO, S + 1, 1, 1);
+	EXPECT_EQ("messages", 0, H.nout);
+	feed_data(WIRE_F_HELLO, S + 3, 3, 1);
+	/* We are new too (HELLO), and answer its HELLO on our first message (HELLO_BACK). */
+	EXPECT_EQ("messages", 2, H.nout);
+	expect_range(&H.out[0], "ACK before the gap", WIRE_F_ACK | WIRE_F_HELLO | WIRE_F_HELLO_BACK,
+		     S, S + 1);
+	expect_range(&H.out[1], "NACK during handshake", WIRE_F_NACK | WIRE_F_HELLO, S + 2, S + 2);
+	EXPECT_EQ("states applied", 2, H.napplied);
+	EXPECT_EQ("restarts", 0, stats().peer_restarts);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 6: on a peer's restart, what was in flight is sent again instead of dropped. */
+START_TEST(peer_restart_requeues_what_was_in_flight)
+{
+	size_t d;
+
+	row2();
+	for (uint32_t i = 0; i < 3; i++)
+		put_flow(i, 20 + i);
+	h_send();
+	EXPECT_EQ("in flight", 3, stats().inflight);
+	d = H.nout;
+	/* The peer restarted, with a counter far from its old one. */
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, 3000000000u, 0, 0);
+	EXPECT_EQ("restart event", FTFW_PEER_RESTARTED, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("in flight after HELLO", 0, stats().inflight);
+	EXPECT_EQ("waiting for retransmission", 3, stats().retxq_len);
+	h_send();
+	EXPECT_EQ("sent again", 3, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("with HELLO_BACK on the first", WIRE_F_HELLO_BACK, H.out[d].hdr.flags);
+	h_advance(1000);
+	expect_range(find_kind(d, WIRE_K_ACK), "ACK of the new process", WIRE_F_ACK,
+		     3000000000u, 3000000000u);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(duplicate_hello_is_not_a_restart)
+{
+	h_setup();
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);
+	EXPECT_EQ("restarts", 0, stats().peer_restarts);
+	EXPECT_EQ("dropped as before", 1, stats().seq_before);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(sequence_jump_without_hello_is_a_restart)
+{
+	uint64_t r0;
+
+	row2();
+	r0 = stats().peer_restarts;     /* the scripted peer replacing the real one was one */
+	feed_data(0, S + 2 + (1u << 21), 2, 2);
+	EXPECT_EQ("restarts", r0 + 1, stats().peer_restarts);
+	EXPECT_EQ("NACKs for the jump", 0, count_kind(0, WIRE_K_NACK));
+	EXPECT_EQ("state applied", 1, H.napplied);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(only_old_numbers_for_two_seconds_is_a_restart)
+{
+	uint64_t r0;
+
+	row2();
+	r0 = stats().peer_restarts;
+	for (int i = 0; i < 3; i++) {
+		feed_data(0, 10 + (uint32_t)i, 1, 1);
+		h_advance(1000);
+	}
+	EXPECT_EQ("restarts after 2 s and 3 messages", r0, stats().peer_restarts);
+	feed_data(0, 13, 1, 1);
+	EXPECT_EQ("restarts after the 4th", r0 + 1, stats().peer_restarts);
+	EXPECT_EQ("the new process's message applied", 1, H.napplied);
+	h_teardown();
+}
+END_TEST
+
+/* ---- ACK window (§2.3) -------------------------------------------------------------------- */
+
+/*
+ * The window counts messages that carry news (data, RESYNC); ACK, NACK
+ * and ALIVE are acknowledged by the timer (1.4.7 counts them too, and
+ * with a tiny window, or three nodes, ACKs then answer ACKs without end).
+ */
+START_TEST(full_ack_window_acks_at_once)
+{
+	struct ftfw_config c = default_cfg();
+
+	c.ack_window = 4;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S, 0, 0);
+	for (uint32_t i = 1; i <= 3; i++)
+		feed_data(0, S + i, i, 1);
+	EXPECT_EQ("ACKs after an ALIVE and 3 data", 0, count_kind(0, WIRE_K_ACK));
+	feed_data(0, S + 4, 4, 1);
+	EXPECT_EQ("ACKs after 4 data", 1, count_kind(0, WIRE_K_ACK));
+	expect_range(find_kind(0, WIRE_K_ACK), "window ACK", WIRE_F_ACK, S, S + 4);
+	for (uint32_t i = 5; i <= 7; i++)
+		feed_data(0, S + i, i, 1);
+	EXPECT_EQ("no ACK before the window fills again", 1, count_kind(0, WIRE_K_ACK));
+	feed_data(0, S + 8, 8, 1);
+	EXPECT_EQ("second window ACK", 2, count_kind(0, WIRE_K_ACK));
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 10: an ACK covers the ranges of the two before it in the same run. */
+START_TEST(ack_covers_the_two_ranges_before_it)
+{
+	struct ftfw_config c = default_cfg();
+	size_t d;
+
+	c.ack_window = 2;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S, 0, 0);
+	for (uint32_t i = 1; i <= 8; i++)
+		feed_data(0, S + i, i, 1);
+	/* Window ACKs after data 2, 4, 6, 8 (the ALIVE does not count). */
+	EXPECT_EQ("ACKs", 4, count_kind(0, WIRE_K_ACK));
+	expect_range(&H.out[0], "1st", WIRE_F_ACK, S, S + 2);
+	expect_range(&H.out[1], "2nd covers the 1st", WIRE_F_ACK, S, S + 4);
+	expect_range(&H.out[2], "3rd covers two before", WIRE_F_ACK, S, S + 6);
+	expect_range(&H.out[3], "4th: two before only", WIRE_F_ACK, S + 3, S + 8);
+	/* A gap starts a new run: never an ACK across it. */
+	d = H.nout;
+	feed_data(0, S + 10, 10, 1);
+	feed_data(0, S + 11, 11, 1);
+	EXPECT_EQ("NACK", 1, count_kind(d, WIRE_K_NACK));
+	expect_range(find_kind(d, WIRE_K_ACK), "after the gap", WIRE_F_ACK, S + 10, S + 11);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 11: every ACK goes again 20 ms later, in another datagram. */
+START_TEST(ack_is_repeated_in_a_later_datagram)
+{
+	uint64_t t0;
+	size_t d;
+
+	h_setup();
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S, 0, 0);
+	feed_data(0, S + 1, 1, 1);
+	feed_data(0, S + 3, 3, 1);      /* gap: ACK [S, S+1], NACK [S+2] */
+	t0 = H.now;
+	expect_range(&H.out[0], "ACK", WIRE_F_ACK, S, S + 1);
+	d = H.nout;
+	h_run_until(t0 + 19);
+	EXPECT_EQ("repeat before 20 ms", 0, count_kind(d, WIRE_K_ACK));
+	h_run_until(t0 + 20);
+	EXPECT_EQ("repeat at 20 ms", 1, count_kind(d, WIRE_K_ACK));
+	expect_range(find_kind(d, WIRE_K_ACK), "repeat", WIRE_F_ACK, S, S + 1);
+	EXPECT_EQ("counted", 1, stats().ack_repeated);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 2, fast path: a later message ACKed, the older one is sent again before its RTO. */
+START_TEST(overdue_message_is_resent_before_its_rto)
+{
+	uint32_t first, second;
+	uint64_t t0;
+	size_t d;
+
+	row2();
+	put_flow(1, 1);
+	h_send();
+	t0 = H.now;
+	first = H.out[0].hdr.seq;
+	H.now += 50;
+	put_flow(2, 2);
+	h_send();
+	second = H.out[1].hdr.seq;
+	/* Only the second is ACKed: the first or its ACK was lost. */
+	feed_ctl(WIRE_F_ACK, S + 2, second, second);
+	d = H.nout;
+	h_run_until(t0 + 99);
+	h_send();
+	EXPECT_EQ("resent before 100 ms", 0, count_kind(d, WIRE_K_DATA));
+	h_run_until(t0 + 100);
+	h_send();
+	EXPECT_EQ("resent at 100 ms", 1, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("the first flow", 1, out_mark(find_kind(d, WIRE_K_DATA)));
+	EXPECT_EQ("fast retransmits", 1, stats().fast_retransmits);
+	EXPECT_EQ("no RTO", 0, stats().rto_rounds);
+	(void)first;
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 9: a NACK lost on its way to a 1.4.7 sender (which has no RTO) is repeated. */
+START_TEST(gap_is_nacked_again_until_given_up)
+{
+	uint64_t t0;
+	size_t d;
+
+	row2();
+	feed_data(0, S + 5, 5, 1);
+	expect_range(find_kind(0, WIRE_K_NACK), "first NACK", WIRE_F_NACK, S + 2, S + 4);
+	t0 = H.now;
+	d = H.nout;
+	h_run_until(t0 + 999);
+	EXPECT_EQ("NACKs before a second", 0, count_kind(d, WIRE_K_NACK));
+	h_run_until(t0 + 1000);
+	expect_range(find_kind(d, WIRE_K_NACK), "second NACK", WIRE_F_NACK, S + 2, S + 4);
+	d = H.nout;
+	h_run_until(t0 + 2999);
+	EXPECT_EQ("NACKs before 1 s + 2 s", 0, count_kind(d, WIRE_K_NACK));
+	h_run_until(t0 + 3000);
+	EXPECT_EQ("third NACK", 1, count_kind(d, WIRE_K_NACK));
+	h_advance(600000);
+	EXPECT_EQ("NACKs in all", 12, count_kind(0, WIRE_K_NACK));
+	EXPECT_EQ("repeated", 11, stats().nack_repeated);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(gap_acks_what_came_before_it)
+{
+	size_t d;
+
+	row2();
+	feed_data(0, S + 2, 2, 1);
+	d = H.nout;
+	feed_data(0, S + 5, 5, 1);
+	EXPECT_EQ("ACK and NACK", 2, H.nout - d);
+	expect_range(&H.out[d], "ACK first", WIRE_F_ACK, S + 2, S + 2);
+	expect_range(&H.out[d + 1], "then NACK", WIRE_F_NACK, S + 3, S + 4);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 7: ACKs are due a second after the first unacked message, even while we send. */
+START_TEST(busy_sender_still_acks_within_a_second)
+{
+	uint64_t t0;
+
+	row2();
+	t0 = H.now;
+	feed_data(0, S + 2, 2, 1);
+	for (uint32_t i = 0; i < 10; i++) {
+		H.now += 100;
+		put_flow(i, i);
+		h_send();
+		ftfw_tick(H.e, H.now);
+	}
+	REQUIRE(H.now == t0 + 1000, "clock");
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 2);
+	h_teardown();
+}
+END_TEST
+
+/* ---- what ctsyncd adds to the sender ------------------------------------------------------- */
+
+START_TEST(rto_retransmits_unacknowledged_data)
+{
+	uint64_t t0;
+	uint32_t seq0;
+	size_t d;
+
+	row2();
+	feed_ctl(WIRE_F_ALIVE, S + 2, 0, 0);    /* the peer spoke: the first round resends all */
+	put_flow(1, 42);
+	t0 = H.now;
+	h_send();
+	seq0 = H.out[0].hdr.seq;
+	d = H.nout;
+	h_run_until(t0 + FTFW_DEFAULT_RTO_MS - 1);
+	h_send();
+	EXPECT_EQ("data resent before the RTO", 0, count_kind(d, WIRE_K_DATA));
+	h_run_until(t0 + FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("data resent at the RTO", 1, count_kind(d, WIRE_K_DATA));
+	{
+		const struct out_msg *m = find_kind(d, WIRE_K_DATA);
+
+		REQUIRE(seq_newer(m->hdr.seq, seq0), "fresh sequence number");
+		EXPECT_EQ("same state", 42, out_mark(m));
+	}
+	/* The peer is silent from now on: probes, with the timeout doubled each time. */
+	d = H.nout;
+	h_run_until(t0 + 2 * FTFW_DEFAULT_RTO_MS - 1);
+	h_send();
+	EXPECT_EQ("resent before the second RTO", 0, count_kind(d, WIRE_K_DATA));
+	h_run_until(t0 + 2 * FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("resent at the second RTO", 1, count_kind(d, WIRE_K_DATA));
+	d = H.nout;
+	h_run_until(t0 + 4 * FTFW_DEFAULT_RTO_MS - 1);
+	h_send();
+	EXPECT_EQ("resent before the doubled RTO", 0, count_kind(d, WIRE_K_DATA));
+	h_run_until(t0 + 4 * FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("resent at the doubled RTO", 1, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("rto rounds", 3, stats().rto_rounds);
+	/* An ACK ends it. */
+	feed_ctl(WIRE_F_ACK, S + 3, H.out[H.nout - 1].hdr.seq, H.out[H.nout - 1].hdr.seq);
+	ck_assert(ftfw_idle(H.e));
+	d = H.nout;
+	h_advance(60000);
+	h_send();
+	EXPECT_EQ("nothing resent after the ACK", 0, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(rto_probes_a_silent_peer_with_one_message)
+{
+	size_t d;
+
+	row2();
+	for (uint32_t i = 0; i < 10; i++)
+		put_flow(i, i);
+	h_send();
+	/* First round: the peer had spoken since we sent, so everything goes. */
+	d = H.nout;
+	h_advance(FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("first round resends all", 10, count_kind(d, WIRE_K_DATA));
+	/* The peer stays silent: later rounds send one probe each. */
+	d = H.nout;
+	h_advance(2 * FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("probe", 1, count_kind(d, WIRE_K_DATA));
+	/* The peer comes back and ACKs the probe: the rest follows at once. */
+	d = H.nout;
+	feed_ctl(WIRE_F_ACK, S + 2, H.out[H.nout - 1].hdr.seq, H.out[H.nout - 1].hdr.seq);
+	h_advance(1);
+	h_send();
+	EXPECT_EQ("the rest after the peer spoke", 9, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(flow_control_at_resend_queue_size)
+{
+	struct ftfw_config c = default_cfg();
+	struct ftfw_stats s;
+	uint32_t first;
+
+	c.resend_queue_size = 4;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S, 0, 0);
+	for (uint32_t i = 0; i < 10; i++)
+		put_flow(i, i);
+	h_send();
+	s = stats();
+	EXPECT_EQ("sent", 4, count_kind(0, WIRE_K_DATA));
+	EXPECT_EQ("in flight", 4, s.inflight);
+	EXPECT_EQ("still queued (not dropped)", 6, s.txq_len);
+	EXPECT_EQ("stalls", 1, s.flow_control_stalls);
+	ck_assert(!ftfw_send_ready(H.e));
+	first = H.out[0].hdr.seq;
+	feed_ctl(WIRE_F_ACK, S + 1, first, first + 1);
+	ck_assert(ftfw_send_ready(H.e));
+	h_send();
+	EXPECT_EQ("sent after the ACK", 6, count_kind(0, WIRE_K_DATA));
+	EXPECT_EQ("in flight", 4, stats().inflight);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(only_the_latest_state_is_sent)
+{
+	uint32_t h = 0;
+
+	row2();
+	/* Five updates before the first transmission: one message. */
+	for (uint32_t m = 1; m <= 5; m++)
+		h = put_flow(7, m);
+	h_send();
+	EXPECT_EQ("messages", 1, count_kind(0, WIRE_K_DATA));
+	EXPECT_EQ("state", 5, out_mark(&H.out[0]));
+	/* Five updates while in flight and unacked: one message, the last state. */
+	for (uint32_t m = 6; m <= 10; m++)
+		put_flow(7, m);
+	EXPECT_EQ("queued once", 1, stats().txq_len);
+	EXPECT_EQ("the old message is no longer in flight", 0, stats().inflight);
+	h_send();
+	EXPECT_EQ("messages", 2, count_kind(0, WIRE_K_DATA));
+	EXPECT_EQ("state", 10, out_mark(&H.out[1]));
+	EXPECT_EQ("type", WIRE_T_CT_UPD, H.out[1].hdr.type);
+	/* A NACK of the abandoned message resends nothing. */
+	feed_ctl(WIRE_F_NACK, S + 2, H.out[0].hdr.seq, H.out[0].hdr.seq);
+	h_send();
+	EXPECT_EQ("messages after a NACK of the old one", 2, count_kind(0, WIRE_K_DATA));
+	/* And the RTO resends the last state only, once. */
+	h_advance(FTFW_DEFAULT_RTO_MS);
+	h_send();
+	EXPECT_EQ("messages after the RTO", 3, count_kind(0, WIRE_K_DATA));
+	EXPECT_EQ("state", 10, out_mark(&H.out[H.nout - 1]));
+	(void)h;
+	h_teardown();
+}
+END_TEST
+
+START_TEST(acked_del_is_handed_to_the_owner)
+{
+	uint32_t h;
+
+	row2();
+	h = put_flow(3, 1);
+	h_send();
+	feed_ctl(WIRE_F_ACK, S + 2, H.out[0].hdr.seq, H.out[0].hdr.seq);
+	EXPECT_EQ("no DEL acked yet", 0, H.ndead);
+	kill_flow(h);
+	h_send();
+	EXPECT_EQ("type", WIRE_T_CT_DEL, H.out[1].hdr.type);
+	EXPECT_EQ("owner not told before the ACK", 0, H.ndead);
+	feed_ctl(WIRE_F_ACK, S + 3, H.out[1].hdr.seq, H.out[1].hdr.seq);
+	EXPECT_EQ("owner told", 1, H.ndead);
+	EXPECT_EQ("the handle", h, H.dead[0]);
+	EXPECT_EQ("entry deleted by the owner", 0, flow_table_count(H.t));
+	ck_assert(ftfw_idle(H.e));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(bulk_is_paced_by_the_window_and_sends_each_flow_once)
+{
+	struct ftfw_config c = default_cfg();
+	static uint8_t seen[1000];
+	unsigned rounds = 0;
+	size_t d = 0;
+
+	c.resend_queue_size = 100;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S, 0, 0);
+	for (uint32_t i = 0; i < 1000; i++)
+		put_flow(i, i);
+	h_send();
+	/* Let the initial transmission drain. */
+	while (!ftfw_idle(H.e) && rounds < 100) {
+		rounds++;
+		feed_ctl(WIRE_F_ACK, S + rounds, H.out[d].hdr.seq, H.out[H.nout - 1].hdr.seq);
+		d = H.nout;
+		h_send();
+	}
+	ck_assert(ftfw_idle(H.e));
+	memset(seen, 0, sizeof(seen));
+	d = H.nout;
+	ftfw_bulk(H.e);
+	for (unsigned w = 0;; w++) {
+		size_t before = H.nout;
+
+		h_send();
+		REQUIRE(stats().inflight <= 100, "in flight %u", stats().inflight);
+		if (H.nout == before) {
+			EXPECT_EQ("window rounds", 10, w);
+			break;
+		}
+		rounds++;
+		feed_ctl(WIRE_F_ACK, S + rounds, H.out[before].hdr.seq, H.out[H.nout - 1].hdr.seq);
+	}
+	EXPECT_EQ("bulk messages", 1000, count_kind(d, WIRE_K_DATA));
+	for (size_t i = d; i < H.nout; i++) {
+		uint32_t k;
+
+		if (H.out[i].kind != WIRE_K_DATA)
+			continue;
+		k = out_key(&H.out[i]);
+
+		REQUIRE(k < 1000 && !seen[k], "flow %u sent twice", k);
+		seen[k] = 1;
+	}
+	ck_assert(ftfw_idle(H.e));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(send_respects_the_byte_budget)
+{
+	size_t n, one;
+	uint32_t h0 = 0;
+
+	row2();
+	for (uint32_t i = 0; i < 10; i++) {
+		uint32_t h = put_flow(i, i);
+
+		if (i == 0)
+			h0 = h;
+	}
+	one = (size_t)ftfw_msg_size(H.e, h0);
+	n = ftfw_send(H.e, H.now, 3 * one + one / 2);
+	EXPECT_EQ("bytes", 3 * one, n);
+	EXPECT_EQ("messages", 3, H.nout);
+	EXPECT_EQ("message length reported", one, H.out[0].len);
+	EXPECT_EQ("left", 7, stats().txq_len);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(resync_request_is_retransmitted_until_acked)
+{
+	const struct out_msg *m;
+	size_t d;
+
+	row2();
+	ftfw_request_resync(H.e);
+	ck_assert(ftfw_send_ready(H.e));
+	h_send();
+	m = find_kind(0, WIRE_K_RESYNC);
+	REQUIRE(m, "RESYNC sent");
+	expect_range(m, "RESYNC", WIRE_F_RESYNC, 0, 0);
+	d = H.nout;
+	h_advance(FTFW_DEFAULT_RTO_MS);
+	h_send();
+	m = find_kind(d, WIRE_K_RESYNC);
+	REQUIRE(m, "RESYNC resent after the RTO");
+	feed_ctl(WIRE_F_ACK, S + 2, m->hdr.seq, m->hdr.seq);
+	ck_assert(!stats().resync_outstanding);
+	d = H.nout;
+	h_advance(30000);
+	h_send();
+	EXPECT_EQ("RESYNC after the ACK", 0, count_kind(d, WIRE_K_RESYNC));
+	h_teardown();
+}
+END_TEST
+
+/* ---- several peers ------------------------------------------------------------------------- */
+
+START_TEST(message_leaves_only_when_every_peer_acked)
+{
+	uint32_t seq;
+
+	h_setup();
+	feed_ctl_peer(0, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	feed_ctl_peer(1, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 7000, 0, 0);
+	put_flow(1, 1);
+	h_send();
+	seq = H.out[H.nout - 1].hdr.seq;
+	EXPECT_EQ("HELLO after both answered", 0, H.out[H.nout - 1].hdr.flags & WIRE_F_HELLO);
+	feed_ctl_peer(0, WIRE_F_ACK, 101, seq, seq);
+	EXPECT_EQ("in flight after one ACK", 1, stats().inflight);
+	feed_ctl_peer(1, WIRE_F_ACK, 7001, seq, seq);
+	EXPECT_EQ("in flight after both", 0, stats().inflight);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(each_peer_has_its_own_sequence_space)
+{
+	h_setup();
+	feed_ctl_peer(0, WIRE_F_HELLO | WIRE_F_ALIVE, 100, 0, 0);
+	feed_ctl_peer(1, WIRE_F_HELLO | WIRE_F_ALIVE, 900000, 0, 0);
+	feed_data_peer(0, WIRE_F_HELLO, 101, 1, 1);
+	feed_data_peer(1, WIRE_F_HELLO, 900001, 2, 1);
+	feed_data_peer(0, WIRE_F_HELLO, 102, 3, 1);
+	EXPECT_EQ("NACKs", 0, count_kind(0, WIRE_K_NACK));
+	EXPECT_EQ("restarts", 0, stats().peer_restarts);
+	EXPECT_EQ("applied", 3, H.napplied);
+	EXPECT_EQ("peer of the 2nd", 1, H.applied[1].peer);
+	h_advance(1000);
+	EXPECT_EQ("one ACK per peer", 2, count_kind(0, WIRE_K_ACK));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(silent_peer_is_lost_and_bulk_sent_when_back)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t seq;
+	size_t d;
+
+	c.peer_timeout_ms = 5000;
+	h_setup_cfg(&c, 1000);
+	feed_ctl_peer(0, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	feed_ctl_peer(1, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 7000, 0, 0);
+	for (uint32_t i = 0; i < 5; i++)
+		put_flow(i, i);
+	h_send();
+	/* Peer 0 keeps talking and ACKing all we sent; peer 1 is gone. */
+	for (int i = 0; i < 6; i++) {
+		h_advance(1000);
+		feed_ctl_peer(0, WIRE_F_ACK, 101 + (uint32_t)i, 1000, ftfw_next_seq(H.e) - 1);
+		h_send();
+	}
+	EXPECT_EQ("lost event", FTFW_PEER_LOST, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("lost peer", 1, H.events[H.nevents - 1].peer);
+	EXPECT_EQ("in flight once only peer 0 counts", 0, stats().inflight);
+	d = H.nout;
+	seq = ftfw_next_seq(H.e);
+	feed_ctl_peer(1, WIRE_F_ALIVE, 7001, 0, 0);
+	EXPECT_EQ("back event", FTFW_PEER_BACK, H.events[H.nevents - 1].ev);
+	/* It may have missed a DEL we released: we look restarted to it (new space, HELLO). */
+	EXPECT_EQ("soft restarts", 1, stats().soft_restarts);
+	EXPECT_EQ("sequence space moved", seq + (1u << 22), ftfw_next_seq(H.e));
+	h_advance(1000);
+	REQUIRE(H.nout > d && (H.out[d].hdr.flags & WIRE_F_HELLO), "HELLO after coming back");
+	/* Its owner flushes and asks for a resync, which our bulk answers. */
+	d = H.nout;
+	feed_ctl_peer(1, WIRE_F_RESYNC | WIRE_F_HELLO_BACK, 7002, 0, 0);
+	h_send();
+	EXPECT_EQ("bulk to the returning peer", 5, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 5: a peer first heard after we released messages may have missed a DEL. */
+START_TEST(late_peer_makes_us_start_a_new_sequence_space)
+{
+	uint32_t h, seq;
+	size_t d;
+
+	h_setup();
+	feed_ctl_peer(0, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	h = put_flow(1, 1);
+	h_send();
+	kill_flow(h);
+	h_send();
+	feed_ctl_peer(0, WIRE_F_ACK, 101, H.out[0].hdr.seq, H.out[1].hdr.seq);
+	EXPECT_EQ("DEL acknowledged by the only peer known", 1, H.ndead);
+	seq = ftfw_next_seq(H.e);
+	d = H.nout;
+	feed_ctl_peer(1, WIRE_F_ALIVE, 7000, 0, 0);     /* a third node, heard only now */
+	EXPECT_EQ("soft restarts", 1, stats().soft_restarts);
+	EXPECT_EQ("sequence space moved", seq + (1u << 22), ftfw_next_seq(H.e));
+	h_advance(1000);
+	REQUIRE(H.nout > d && (H.out[d].hdr.flags & WIRE_F_HELLO), "HELLO to everyone");
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 13: until a peer answers our HELLO, its ACKs may name our previous process's numbers. */
+START_TEST(acks_count_only_after_hello_back)
+{
+	uint32_t seq;
+
+	h_setup();
+	feed_ctl(WIRE_F_ALIVE, 100, 0, 0);              /* known, but it did not answer our HELLO */
+	put_flow(1, 1);
+	h_send();
+	seq = H.out[0].hdr.seq;
+	REQUIRE(H.out[0].hdr.flags & WIRE_F_HELLO, "we still say HELLO");
+	feed_ctl(WIRE_F_ACK, 101, seq, seq);
+	EXPECT_EQ("in flight after an ACK without HELLO_BACK", 1, stats().inflight);
+	feed_ctl(WIRE_F_ACK | WIRE_F_HELLO_BACK, 102, seq, seq);
+	EXPECT_EQ("in flight after the ACK with HELLO_BACK", 0, stats().inflight);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 13: an old HELLO dropped as such is not answered. */
+START_TEST(dropped_hello_is_not_answered)
+{
+	h_setup();
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);  /* our hello is done */
+	feed_ctl(WIRE_F_ALIVE, 101, 0, 0);
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, 99, 0, 0);        /* old, delayed */
+	EXPECT_EQ("dropped", 1, stats().seq_before);
+	h_advance(1000);
+	REQUIRE(H.nout >= 1, "something sent");
+	EXPECT_EQ("HELLO_BACK", 0, H.out[0].hdr.flags & WIRE_F_HELLO_BACK);
+	h_teardown();
+}
+END_TEST
+
+/* ---- the resend queue dump ------------------------------------------------------------------ */
+
+static bool collect(void *arg, const struct ftfw_rsq_entry *ent)
+{
+	struct ftfw_rsq_entry *v = arg;
+	size_t i = 0;
+
+	while (v[i].seq || v[i].handle || v[i].flags)
+		i++;
+	v[i] = *ent;
+	return true;
+}
+
+START_TEST(rsqueue_dump_lists_flows_and_resync_in_order)
+{
+	struct ftfw_rsq_entry v[8];
+
+	row2();
+	memset(v, 0, sizeof(v));
+	put_flow(1, 1);
+	h_send();
+	ftfw_request_resync(H.e);
+	put_flow(2, 1);
+	h_send();       /* RESYNC first, then flow 2 */
+	ftfw_rsqueue_foreach(H.e, collect, v);
+	EXPECT_EQ("first is a flow", 1, v[0].handle != 0);
+	EXPECT_EQ("second is the RESYNC", WIRE_F_RESYNC, v[1].flags);
+	EXPECT_EQ("third is a flow", 1, v[2].handle != 0);
+	REQUIRE(v[0].seq + 1 == v[1].seq && v[1].seq + 1 == v[2].seq, "sequence order %u %u %u",
+		v[0].seq, v[1].seq, v[2].seq);
+	h_teardown();
+}
+END_TEST
+
+/* ---- NOTRACK (§3) ----------------------------------------------------------------------------- */
+
+START_TEST(notrack_sends_once_without_hello_and_never_acks)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t h;
+
+	c.mode = FTFW_MODE_NOTRACK;
+	h_setup_cfg(&c, 1000);
+	h = put_flow(1, 1);
+	h_send();
+	EXPECT_EQ("flags", 0, H.out[0].hdr.flags);
+	ck_assert(ftfw_idle(H.e));
+	kill_flow(h);
+	h_send();
+	EXPECT_EQ("DEL done once sent", 1, H.ndead);
+	feed_data(0, 50, 1, 1);
+	feed_data(0, 53, 2, 1);
+	feed_data(0, 51, 3, 1);        /* old: still accepted */
+	EXPECT_EQ("applied", 3, H.napplied);
+	EXPECT_EQ("lost", 2, stats().seq_lost);
+	EXPECT_EQ("before", 1, stats().seq_before);
+	h_advance(5000);
+	EXPECT_EQ("ACKs or NACKs", 0, count_kind(0, WIRE_K_ACK) + count_kind(0, WIRE_K_NACK));
+	REQUIRE(count_kind(0, WIRE_K_ALIVE) >= 4, "ALIVE every idle second");
+	EXPECT_EQ("ALIVE flags", WIRE_F_ALIVE, find_kind(0, WIRE_K_ALIVE)->hdr.flags);
+	h_teardown();
+}
+END_TEST
+
+/* ---- misuse --------------------------------------------------------------------------------- */
+
+START_TEST(rejects_bad_arguments)
+{
+	struct flow_table_options o = { .buckets = 16, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+	struct ftfw_config c = default_cfg();
+	struct ftfw_ops ops = h_ops;
+	struct flow_table *t;
+	struct ftfw *e;
+	struct wire_msg m = { 0 };
+
+	ck_assert_int_eq(flow_table_new(&o, &t), 0);
+	ops.emit = NULL;
+	ck_assert_int_eq(ftfw_new(&c, &ops, NULL, t, 1, 0, &e), -EINVAL);
+	c.mode = 7;
+	ck_assert_int_eq(ftfw_new(&c, &h_ops, NULL, t, 1, 0, &e), -EINVAL);
+	c.mode = FTFW_MODE_FTFW;
+	ck_assert_int_eq(ftfw_new(&c, &h_ops, NULL, t, 1, 0, &e), 0);
+	ck_assert_int_eq(ftfw_receive(e, FTFW_PEERS_MAX, &m, 0), -EINVAL);
+	ck_assert_int_eq(ftfw_flow_changed(e, 12345), -ENOENT);
+	ftfw_free(e);
+	flow_table_free(t);
+}
+END_TEST
+
+static Suite *ftfw_suite(void)
+{
+	Suite *s = suite_create("ftfw");
+	TCase *conf = tcase_create("conformance_1_4_7");
+	TCase *hello = tcase_create("hello");
+	TCase *win = tcase_create("ack_window");
+	TCase *snd = tcase_create("sender");
+	TCase *multi = tcase_create("peers");
+	TCase *misc = tcase_create("misc");
+
+	tcase_add_test(conf, hello_is_acked_with_hello_back);
+	tcase_add_test(conf, in_order_data_is_acked_after_the_timer);
+	tcase_add_test(conf, gap_is_nacked_at_once_and_its_data_accepted);
+	tcase_add_test(conf, old_sequence_number_is_dropped_and_counted);
+	tcase_add_test(conf, unknown_attribute_is_rejected_but_acked);
+	tcase_add_test(conf, wrong_size_l4proto_is_rejected_but_acked);
+	tcase_add_test(conf, wrong_version_is_never_acked_and_later_nacked);
+	tcase_add_test(conf, two_messages_in_one_datagram_get_one_ack_range);
+	tcase_add_test(conf, four_trailing_bytes_inside_len_are_accepted);
+	tcase_add_test(conf, resync_request_sends_the_whole_cache);
+	tcase_add_test(conf, nack_resends_with_new_sequence_numbers);
+	tcase_add_test(conf, ack_covering_all_then_nack_resends_nothing);
+	suite_add_tcase(s, conf);
+
+	tcase_add_test(hello, hello_handshake_trace);
+	tcase_add_test(hello, first_alive_says_hello);
+	tcase_add_test(hello, sequence_tracked_while_peer_says_hello);
+	tcase_add_test(hello, peer_restart_requeues_what_was_in_flight);
+	tcase_add_test(hello, duplicate_hello_is_not_a_restart);
+	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
+	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
+	suite_add_tcase(s, hello);
+
+	tcase_add_test(win, full_ack_window_acks_at_once);
+	tcase_add_test(win, gap_acks_what_came_before_it);
+	tcase_add_test(win, gap_is_nacked_again_until_given_up);
+	tcase_add_test(win, ack_covers_the_two_ranges_before_it);
+	tcase_add_test(win, ack_is_repeated_in_a_later_datagram);
+	tcase_add_test(win, busy_sender_still_acks_within_a_second);
+	suite_add_tcase(s, win);
+
+	tcase_add_test(snd, rto_retransmits_unacknowledged_data);
+	tcase_add_test(snd, rto_probes_a_silent_peer_with_one_message);
+	tcase_add_test(snd, overdue_message_is_resent_before_its_rto);
+	tcase_add_test(snd, flow_control_at_resend_queue_size);
+	tcase_add_test(snd, only_the_latest_state_is_sent);
+	tcase_add_test(snd, acked_del_is_handed_to_the_owner);
+	tcase_add_test(snd, bulk_is_paced_by_the_window_and_sends_each_flow_once);
+	tcase_add_test(snd, send_respects_the_byte_budget);
+	tcase_add_test(snd, resync_request_is_retransmitted_until_acked);
+	suite_add_tcase(s, snd);
+
+	tcase_add_test(multi, message_leaves_only_when_every_peer_acked);
+	tcase_add_test(multi, each_peer_has_its_own_sequence_space);
+	tcase_add_test(multi, silent_peer_is_lost_and_bulk_sent_when_back);
+	tcase_add_test(multi, late_peer_makes_us_start_a_new_sequence_space);
+	tcase_add_test(hello, acks_count_only_after_hello_back);
+	tcase_add_test(hello, dropped_hello_is_not_answered);
+	suite_add_tcase(s, multi);
+
+	tcase_add_test(misc, rsqueue_dump_lists_flows_and_resync_in_order);
+	tcase_add_test(misc, notrack_sends_once_without_hello_and_never_acks);
+	tcase_add_test(misc, rejects_bad_arguments);
+	suite_add_tcase(s, misc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(ftfw_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
