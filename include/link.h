@@ -53,6 +53,9 @@ struct report;
 struct link;
 struct link_group;
 
+/* Receive buffer of a link whose RcvSocketBuffer is unset (conntrackd: the kernel's default). */
+#define LINK_DEFAULT_RCVBUF     (8 * 1024 * 1024)
+
 /* Datagrams kept by a UDP or multicast group when they cannot be sent. */
 #define LINK_DGRAM_QUEUE_LEN    256u
 /* Upper bound of the queue, whatever ErrorQueueLength says (memory). */

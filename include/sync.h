@@ -247,10 +247,11 @@ uint32_t ftfw_initial_seq(uint32_t time_s, uint32_t salt);
  * or a random value (1.4.7: time(NULL)).
  * `now` starts the ALIVE timer: the first ALIVE (with HELLO) goes out one
  * second later if nothing else was sent.  The caller keeps `internal`
- * alive as long as the engine.  0 and *out, or -EINVAL (no emit, apply
- * or dead_acked callback, an unknown mode, or an entry already in the
- * table without a user area; a user area too small cannot be seen) or
- * -ENOMEM.
+ * alive as long as the engine.  The engine takes about 240 KiB plus its
+ * in-flight ring (1 MiB with the default ResendQueueSize), all here.
+ * 0 and *out, or -EINVAL (no emit, apply or dead_acked callback, an
+ * unknown mode, or an entry already in the table without a user area; a
+ * user area too small cannot be seen) or -ENOMEM.
  */
 int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *arg,
 	     struct flow_table *internal, uint32_t initial_seq, uint64_t now,

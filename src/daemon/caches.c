@@ -1046,6 +1046,11 @@ int caches_register(struct caches *c, struct control_server *ctl)
 	return err ? -EINVAL : 0;
 }
 
+void caches_flush_external(struct caches *c)
+{
+	flow_table_clear(c->external);
+}
+
 struct flow_table *caches_internal(struct caches *c)
 {
 	return c->internal;

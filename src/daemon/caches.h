@@ -60,6 +60,9 @@ void caches_forget_dead(struct caches *c, uint32_t handle);
  */
 int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff);
 
+/* Empty the external cache (the peer restarted and will send everything again). */
+void caches_flush_external(struct caches *c);
+
 /* The cache sections of -s and -s cache. */
 void caches_report(struct caches *c, struct report *r);
 

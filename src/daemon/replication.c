@@ -138,10 +138,24 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		[FTFW_PEER_NEW] = "first message from the peer",
 		[FTFW_PEER_RESTARTED] = "the peer restarted (new sequence space)",
 		[FTFW_PEER_LOST] = "the peer went silent",
-		[FTFW_PEER_BACK] = "the peer is back; sending it everything",
+		[FTFW_PEER_BACK] = "the peer is back (starting a new sequence space with it)",
 	};
+	struct replication *r = arg;
 
 	log_notice("sync: %s (peer %u)", what[ev], peer);
+	/*
+	 * A restarted peer may have lost messages for states we still hold
+	 * (a DEL in particular): drop what we have from it and ask for its
+	 * whole table.  With one peer (unicast, TCP) the external cache is all
+	 * its; a multicast group shares the cache, so there only the resync
+	 * request is made.
+	 */
+	if (ev == FTFW_PEER_RESTARTED) {
+		if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
+		    !r->cfg->sync.disable_external_cache)
+			caches_flush_external(r->caches);
+		ftfw_request_resync(r->engine);
+	}
 }
 
 static void on_local_change(void *arg, uint32_t handle, enum kernel_event ev)
@@ -348,7 +362,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	};
 	struct caches_listener listener = { .changed = on_local_change, .forget = on_local_forget };
 	struct replication *r;
-	uint32_t seq = (uint32_t)time(NULL);
+	uint32_t salt = 0, seq;
 	int err;
 
 	if (cfg->sync.mode == CONFIG_MODE_ALARM) {
@@ -362,12 +376,16 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	r->loop = loop;
 	r->caches = caches;
 	lp.arg = r;
-	if (cfg->sync.links[0].kind == CONFIG_LINK_MCAST) {
-		/* Nodes of a group must not share a sequence space (sync.h): start far apart. */
-		if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
-			seq ^= (uint32_t)getpid() << 16;
+	/*
+	 * Like 1.4.7 the first sequence number comes from the clock, salted so
+	 * that a restart within the same second, or nodes of a multicast
+	 * group started together, never share a sequence space (sync.h).
+	 */
+	if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != sizeof(salt))
+		salt = (uint32_t)getpid();
+	seq = ftfw_initial_seq((uint32_t)time(NULL), salt);
+	if (cfg->sync.links[0].kind == CONFIG_LINK_MCAST)
 		fc.peer_timeout_ms = 30000;
-	}
 	err = link_group_open(&r->links, loop, &lp);
 	if (err < 0) {
 		log_error("cannot open the sync links: %s", strerror(-err));

@@ -111,6 +111,18 @@ int link_sock_buffers(int fd, const struct link *l, bool snd, bool rcv)
 		err = set_buffer(fd, SO_RCVBUFFORCE, SO_RCVBUF, l->cfg.rcvbuf, l, "RcvSocketBuffer");
 		if (err < 0)
 			return err;
+	} else if (rcv) {
+		/*
+		 * Unset: conntrackd keeps the kernel's default (about 208 KiB),
+		 * which a burst of a few thousand states overflows on the
+		 * receiving side; every datagram lost there costs a
+		 * retransmission.  Ask for LINK_DEFAULT_RCVBUF, quietly settling
+		 * for what the system allows.
+		 */
+		int v = LINK_DEFAULT_RCVBUF;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) < 0)
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
 	}
 	return 0;
 }

@@ -14,7 +14,7 @@
 enum ftfw_queue {
 	Q_NONE = 0,
 	Q_TX,           /* waiting for its first transmission (of this state) */
-	Q_RETX,         /* NACKed, timed out or orphaned by a peer's restart: sent before TX */
+	Q_RETX,         /* NACKed, overdue, or orphaned by a restart: sent before TX */
 	Q_RS,           /* in flight: the resend queue, in sequence (= transmission) order */
 	Q_COUNT
 };

@@ -27,17 +27,13 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 struct ftfw_link *ftfw_link_of(const struct ftfw *e, uint32_t h)
 {
 	return flow_table_user(e->t, h);
 }
 
-static struct ftfw_link *L(const struct ftfw *e, uint32_t h)
-{
-	return flow_table_user(e->t, h);
-}
+#define L(e, h) ftfw_link_of(e, h)
 
 void ftfw_q_append(struct ftfw *e, enum ftfw_queue q, uint32_t h, struct ftfw_link *l)
 {

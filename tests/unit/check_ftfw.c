@@ -1269,6 +1269,37 @@ START_TEST(resync_request_is_retransmitted_until_acked)
 }
 END_TEST
 
+/* §2.1: sequence arithmetic is mod 2^32, on both sides. */
+START_TEST(sequence_numbers_wrap_around)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t first;
+	size_t d;
+
+	h_setup_cfg(&c, 0xfffffff0u);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 0xfffffffeu, 0, 0);
+	for (uint32_t i = 0; i < 40; i++)
+		put_flow(i, i);
+	h_send();
+	first = H.out[0].hdr.seq;
+	EXPECT_EQ("first", 0xfffffff0u, first);
+	EXPECT_EQ("last wrapped", 0xfffffff0u + 39u, H.out[39].hdr.seq);
+	/* A NACK across the wrap resends those, an ACK across it releases the rest. */
+	d = H.nout;
+	feed_ctl(WIRE_F_NACK, 0xffffffffu, 0xfffffffeu, 1);
+	h_send();
+	EXPECT_EQ("resent across the wrap", 4, count_kind(d, WIRE_K_DATA));
+	feed_ctl(WIRE_F_ACK, 0, first, ftfw_next_seq(H.e) - 1);
+	EXPECT_EQ("in flight", 0, stats().inflight);
+	/* The peer's numbers wrap too: 0 after 0xffffffff is in sync, 2 is a gap. */
+	d = H.nout;
+	feed_data(0, 2, 1, 1);
+	expect_range(find_kind(d, WIRE_K_NACK), "NACK across the wrap", WIRE_F_NACK, 1, 1);
+	EXPECT_EQ("lost", 1, stats().seq_lost);
+	h_teardown();
+}
+END_TEST
+
 /* ---- several peers ------------------------------------------------------------------------- */
 
 START_TEST(message_leaves_only_when_every_peer_acked)
@@ -1546,6 +1577,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(snd, bulk_is_paced_by_the_window_and_sends_each_flow_once);
 	tcase_add_test(snd, send_respects_the_byte_budget);
 	tcase_add_test(snd, resync_request_is_retransmitted_until_acked);
+	tcase_add_test(snd, sequence_numbers_wrap_around);
 	suite_add_tcase(s, snd);
 
 	tcase_add_test(multi, message_leaves_only_when_every_peer_acked);
