@@ -61,12 +61,12 @@ done
 if [[ -x $CTLOAD ]]; then
 	t0=$(date +%s.%N)
 	ip netns exec "$NS_A" "$CTLOAD" create 5000 --proto mixed --timeout 600 >/dev/null
-	check "5000 states converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 5000 ]]"
+	check "5000 states converge under 20 % loss" wait_until 120 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 5000 ]]"
 	log "converged in $(python3 -c "import time;print(round(time.time()-$t0,2))") s"
 	ip netns exec "$NS_A" "$CTLOAD" update 5000 --proto mixed --mark 3 >/dev/null
-	check "5000 updates converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 'mark=3') -eq 5000 ]]"
+	check "5000 updates converge under 20 % loss" wait_until 120 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 'mark=3') -eq 5000 ]]"
 	ip netns exec "$NS_A" "$CTLOAD" delete 2500 --proto mixed >/dev/null
-	check "2500 deletes converge under 20 % loss" wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+	check "2500 deletes converge under 20 % loss" wait_until 120 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
 	j=$(ctl B -s network --json)
 	check "B saw the loss as sequence gaps and asked for retransmissions" python3 -c '
 import json, sys

@@ -82,10 +82,10 @@ if [[ -x $CTLOAD ]]; then
 	loss on
 	ip netns exec "$NS_A" "$CTLOAD" create 1000 --timeout 600 --base-addr 198.18.50.1 >/dev/null
 	check "1000 states from 1.4.7 converge in ctsyncd under 20 % loss" \
-		wait_until 60 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.50) -eq 1000 ]]"
+		wait_until 120 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.50) -eq 1000 ]]"
 	ip netns exec "$NS_B" "$CTLOAD" create 1000 --timeout 600 --base-addr 198.18.60.1 >/dev/null
 	check "1000 states from ctsyncd converge in 1.4.7 under 20 % loss" \
-		wait_until 60 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 1000 ]]"
+		wait_until 120 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 1000 ]]"
 	loss off
 	ctl B -f external >/dev/null
 	ctl B -n >/dev/null
