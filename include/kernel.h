@@ -196,6 +196,10 @@ struct kernel_events_cb {
 	/*
 	 * The kernel dropped events (ENOBUFS): the owner must resynchronise.
 	 * The buffer has already been grown if allowed; `rcvbuf` is its size now.
+	 * Called only once the socket has been read empty: until then the
+	 * kernel keeps the socket "congested" and silently drops every new
+	 * event, so a table dump started earlier could miss states created
+	 * after its walk.  A dump started from this callback misses nothing.
 	 * May be NULL.
 	 */
 	void (*on_overrun)(void *arg, uint32_t rcvbuf);

@@ -32,12 +32,18 @@ check_in() {
 	grep -E '^(PASS|FAIL|XFAIL|XPASS|SKIP|ERROR):' "$dir/check.out" || true
 	grep -E '^# (TOTAL|PASS|SKIP|XFAIL|FAIL|XPASS|ERROR):' "$dir/check.out" || true
 	if ((rc)) || grep -Eq '^# (SKIP|FAIL|ERROR|XPASS): +[1-9]' "$dir/check.out"; then
-		for log in $(grep -lE '^(FAIL|SKIP|ERROR)' $(find "$dir/tests" -name '*.log') 2>/dev/null); do
-			echo "--- $log"
-			tail -n 40 "$log"
-		done
+		show_failed_logs "$dir"
 		return 1
 	fi
+}
+
+# The end of the log of every test under DIR that failed, skipped or erred.
+show_failed_logs() {
+	local log
+	for log in $(grep -lE '^(FAIL|SKIP|ERROR)' $(find "$@" -path '*/tests/*' -name '*.log' 2>/dev/null) 2>/dev/null); do
+		echo "--- $log"
+		tail -n 40 "$log"
+	done
 }
 
 step "install dependencies" scripts/install-deps.sh || exit 1
@@ -48,7 +54,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 	step "make check with ASan+UBSan" check_in build/asan
 distcheck() {
 	make -C build/default distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror \
-		>build/default/distcheck.out 2>&1 || { tail -n 60 build/default/distcheck.out; return 1; }
+		>build/default/distcheck.out 2>&1 && return 0
+	tail -n 60 build/default/distcheck.out
+	show_failed_logs build/default/ctsyncd-*/_build
+	return 1
 }
 step "make distcheck" distcheck
 step "libFuzzer runs" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

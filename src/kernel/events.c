@@ -6,6 +6,12 @@
  * over a vector of slots.  EventIterationLimit bounds the recvmmsg()
  * calls per wake-up; the socket is level-triggered, so what is left is
  * read on the next iteration after the loop has served everything else.
+ *
+ * An overrun (ENOBUFS) is reported to the owner only after the socket has
+ * been read empty.  The kernel marks an overrun socket congested and drops
+ * every further event for it, without a second ENOBUFS, until its queue
+ * is empty; a resynchronising dump started before that point would miss
+ * the states created between its walk and the end of the congestion.
  */
 #include "kernel.h"
 #include "nl.h"
@@ -45,6 +51,7 @@ struct kernel_events {
 	bool closing;
 	bool growth_warned;
 	bool coalescing;                /* unwatched until coalesce_timer fires */
+	bool overrun_pending;           /* ENOBUFS seen, not yet reported: still congested */
 	struct loop_timer *coalesce_timer;
 	struct kernel_events_stats st;
 	struct mmsghdr msgs[EV_SLOTS];
@@ -74,11 +81,13 @@ static bool is_own(const struct kernel_events *ev, uint32_t pid)
 	return false;
 }
 
+/* ENOBUFS: grow the buffer now; the owner hears of it once the queue is empty. */
 static void on_overrun(struct kernel_events *ev)
 {
 	uint32_t cur = ev->st.rcvbuf;
 
 	ev->st.overruns++;
+	ev->overrun_pending = true;
 	if (ev->o.rcvbuf_max > cur && (uint64_t)cur * 2 <= ev->o.rcvbuf_max) {
 		ev->st.rcvbuf = nl_set_rcvbuf(ev->fd, cur * 2);
 		log_notice("netlink event socket overrun: receive buffer grown from %u to %u bytes",
@@ -88,8 +97,6 @@ static void on_overrun(struct kernel_events *ev)
 		log_warning("netlink event socket overrun: receive buffer at its maximum (%u bytes); "
 			    "consider a larger NetlinkBufferSizeMaxGrowth", cur);
 	}
-	if (ev->cb.on_overrun)
-		ev->cb.on_overrun(ev->arg, ev->st.rcvbuf);
 }
 
 static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
@@ -134,6 +141,7 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 	struct kernel_events *ev = arg;
 	unsigned limit = ev->o.iteration_limit ? ev->o.iteration_limit : EV_DEFAULT_ITERATIONS;
 	unsigned got = 0;
+	bool drained = false;
 
 	(void)loop;
 	(void)events;
@@ -154,7 +162,9 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 				on_overrun(ev);
 				continue;
 			}
-			if (errno != EAGAIN)
+			if (errno == EAGAIN)
+				drained = true;
+			else
 				log_error("netlink event socket: %s", strerror(errno));
 			break;
 		}
@@ -172,14 +182,35 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 			handle_buffer(ev, ev->iov[i].iov_base, (int)ev->msgs[i].msg_len);
 		}
 		got += (unsigned)n;
-		if (n < EV_SLOTS)
-			break;          /* drained */
+		if (n < EV_SLOTS) {
+			drained = true;
+			break;
+		}
+	}
+	if (ev->overrun_pending && !ev->closing) {
+		if (drained) {
+			/* The queue is empty, the congestion is over: resynchronise now. */
+			ev->overrun_pending = false;
+			if (ev->cb.on_overrun)
+				ev->cb.on_overrun(ev->arg, ev->st.rcvbuf);
+		} else if (ev->watching) {
+			/*
+			 * Stopped at the iteration limit.  Come back after the loop
+			 * has served the rest, even if no new event wakes the socket.
+			 */
+			loop_unwatch(ev->loop, ev->fd);
+			ev->watching = false;
+			ev->coalescing = true;
+			loop_timer_arm(ev->coalesce_timer, 0);
+		}
 	}
 	ev->dispatching = false;
 	if (ev->closing) {
 		events_free(ev);
 		return;
 	}
+	if (ev->coalescing)
+		return;
 	if (ev->o.coalesce_ms && got < EV_FEW && ev->watching) {
 		loop_unwatch(ev->loop, ev->fd);
 		ev->watching = false;
@@ -198,6 +229,8 @@ static void on_coalesce_timer(struct loop *loop, struct loop_timer *t, void *arg
 		ev->watching = true;
 	else
 		log_error("netlink event socket: cannot watch it again");
+	if (ev->overrun_pending && ev->watching)
+		on_readable(loop, ev->fd, LOOP_READ, ev);
 }
 
 struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_events_opts *o,
@@ -352,6 +385,13 @@ int kernel_events_resume(struct kernel_events *ev)
 	if ((err = loop_watch(ev->loop, ev->fd, LOOP_READ, on_readable, ev)) < 0)
 		return err;
 	ev->watching = true;
+	if (ev->overrun_pending) {
+		/* Finish the drain that reports it, even if the socket stays quiet. */
+		loop_unwatch(ev->loop, ev->fd);
+		ev->watching = false;
+		ev->coalescing = true;
+		loop_timer_arm(ev->coalesce_timer, 0);
+	}
 	return 0;
 }
 
