@@ -150,6 +150,7 @@ struct config_sync {
 	bool disable_external_cache;        /* FTFW, NOTRACK */
 	bool disable_internal_cache;        /* NOTRACK only */
 	bool startup_resync;                /* FTFW, NOTRACK */
+	bool hot_standby;                   /* FTFW, NOTRACK; ctsyncd's own: mirror into the kernel */
 	unsigned nlinks;
 	unsigned default_link;              /* index into links[]: the Default one, else 0 */
 	struct config_link links[CONFIG_MAX_LINKS];

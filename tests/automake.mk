@@ -23,6 +23,8 @@ TESTS += tests/integration/caches.sh
 EXTRA_DIST += tests/integration/caches.sh
 EXTRA_DIST += tests/lib/pair.sh
 TESTS += tests/integration/replication.sh
+TESTS += tests/integration/hotstandby.sh
+EXTRA_DIST += tests/integration/hotstandby.sh
 EXTRA_DIST += tests/integration/replication.sh
 
 # Interoperability with Debian's conntrackd 1.4.7.

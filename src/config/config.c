@@ -248,6 +248,10 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 		if (s->links[i].is_default)
 			s->default_link = i;
 	}
+	if (s->hot_standby && s->disable_external_cache)
+		return config_set_error(err, name, marks->mode_line, 0,
+					"HotStandby keeps the external cache and also writes it into the kernel; "
+					"it cannot be combined with DisableExternalCache on");
 	/* As upstream: without an external cache there is nothing to commit. */
 	if (s->disable_external_cache && s->commit_timeout != 0) {
 		config_warn(warn, warn_arg, name, marks->mode_line, 0,
@@ -547,6 +551,7 @@ print_sync(const struct config_sync *s, FILE *out)
 	if (s->mode != CONFIG_MODE_ALARM) {
 		fprintf(out, "\t\tDisableExternalCache %s\n", onoff(s->disable_external_cache));
 		fprintf(out, "\t\tStartupResync %s\n", onoff(s->startup_resync));
+		fprintf(out, "\t\tHotStandby %s\n", onoff(s->hot_standby));
 	}
 	fprintf(out, "\t}\n");
 	/* ALARM's timers can be written outside its block; keep them if changed. */

@@ -906,17 +906,18 @@ static const struct block block_general = { "General", general_options };
 #define OPT_CACHE { "CacheTimeout", opt_u32, S(cache_timeout), 1, INT32_MAX, false }
 #define OPT_NO_EXT { "DisableExternalCache", opt_bool, S(disable_external_cache), 0, 0, false }
 #define OPT_RESYNC { "StartupResync", opt_bool, S(startup_resync), 0, 0, false }
+#define OPT_HOT { "HotStandby", opt_bool, S(hot_standby), 0, 0, false }
 
 static const struct option ftfw_options[] = {
 	{ "ResendQueueSize", opt_u32, S(resend_queue_size), 1, INT32_MAX, false },
 	{ "ACKWindowSize", opt_u32, S(ack_window_size), 1, INT32_MAX, false },
-	OPT_COMMIT, OPT_PURGE, OPT_NO_EXT, OPT_RESYNC,
+	OPT_COMMIT, OPT_PURGE, OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option notrack_options[] = {
 	OPT_COMMIT, OPT_PURGE,
 	{ "DisableInternalCache", opt_bool, S(disable_internal_cache), 0, 0, false },
-	OPT_NO_EXT, OPT_RESYNC,
+	OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option alarm_options[] = {

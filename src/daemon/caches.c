@@ -90,9 +90,10 @@ struct caches {
 	uint64_t commit_updated;
 	struct waiters commit_waiters;
 
-	/* direct injection (DisableExternalCache) */
+	/* direct injection (DisableExternalCache), and the mirror of HotStandby */
 	struct inject_slot *inject_ring;
 	uint64_t inject_seq;
+	bool mirroring;                   /* HotStandby, while this node is a backup */
 
 	/* the kernel flush / purge in progress, and the scheduled purge (-t) */
 	bool purging;
@@ -403,31 +404,34 @@ static uint32_t inject_timeout(const struct flow_full *ff)
 								       : DEFAULT_COMMIT_TIMEOUT;
 }
 
-int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
+/*
+ * Write a received state into the kernel: create; an existing entry is
+ * updated in place (on_write_error), for which the request is remembered
+ * in a ring larger than any batch.
+ */
+static int inject(struct caches *c, uint8_t type, const struct flow_full *ff)
+{
+	enum kernel_op op = type == WIRE_T_CT_DEL ? KERNEL_OP_DELETE : KERNEL_OP_CREATE;
+	uint64_t cookie = INJECT_COOKIE | ++c->inject_seq;
+	struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
+	int rc;
+
+	slot->cookie = cookie;
+	slot->flow = ff->flow;
+	slot->ext = ff->ext;
+	rc = kernel_writer_put(c->writer, op, ff, inject_timeout(ff), cookie);
+	if (rc == 0)
+		c->n.injected_ok++;
+	else
+		c->n.injected_failed++;
+	return rc;
+}
+
+static int store_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
 {
 	uint32_t handle;
-	int rc = 0;
+	int rc;
 
-	if (c->cfg->sync.disable_external_cache) {
-		/*
-		 * Direct injection: create; an existing entry is updated in place
-		 * (on_write_error), for which the request is remembered in a ring
-		 * larger than any batch.
-		 */
-		enum kernel_op op = type == WIRE_T_CT_DEL ? KERNEL_OP_DELETE : KERNEL_OP_CREATE;
-		uint64_t cookie = INJECT_COOKIE | ++c->inject_seq;
-		struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
-
-		slot->cookie = cookie;
-		slot->flow = ff->flow;
-		slot->ext = ff->ext;
-		rc = kernel_writer_put(c->writer, op, ff, inject_timeout(ff), cookie);
-		if (rc == 0)
-			c->n.injected_ok++;
-		else
-			c->n.injected_failed++;
-		return rc;
-	}
 	switch (type) {
 	case WIRE_T_CT_NEW:
 	case WIRE_T_CT_UPD:
@@ -452,6 +456,22 @@ int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *
 		return 0;
 	}
 	return -EINVAL;
+}
+
+int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
+{
+	int rc;
+
+	if (c->cfg->sync.disable_external_cache)
+		return inject(c, type, ff);
+	rc = store_remote(c, type, ff);
+	/*
+	 * HotStandby: a backup also keeps its kernel table equal to the
+	 * primary's, so that a takeover finds every state already there.
+	 */
+	if (rc == 0 && c->mirroring)
+		rc = inject(c, type, ff);
+	return rc;
 }
 
 /* ---- commit ---------------------------------------------------------------------- */
@@ -603,6 +623,15 @@ static enum control_result answer_commit(struct control_request *req, void *arg)
 	}
 	/* A commit makes this node the primary: a scheduled purge must not undo it. */
 	loop_timer_disarm(c->purge_timer);
+	if (c->mirroring) {
+		/*
+		 * From now on the states the peer sends are its own, not ours
+		 * to write: a backup's DEL must never delete a live state here.
+		 */
+		c->mirroring = false;
+		log_notice("HotStandby: this node is the primary now; received states are kept "
+			   "in the external cache only");
+	}
 	memset(&c->commit_stats, 0, sizeof(c->commit_stats));
 	c->commit_updated = 0;
 	c->commit_pass = 0;
@@ -622,12 +651,27 @@ static enum control_result answer_commit(struct control_request *req, void *arg)
 
 /* ---- flushes, purge, re-dump -------------------------------------------------------- */
 
-/* Entries the Filter excludes are not ours to delete (-F, purge). */
+/* Entries the Filter excludes are not ours to delete (-F). */
 static bool keep_excluded(void *arg, const struct flow_full *ff)
 {
 	struct caches *c = arg;
 
 	return flow_filter_check(c->filter, &ff->flow, &ff->ext) != FLOW_FILTER_PASS;
+}
+
+/*
+ * The scheduled purge also keeps, with HotStandby on, what the primary
+ * has: those entries are the mirror, and deleting them would make the
+ * next takeover cold.  Only leftovers of this node's own time as the
+ * primary go.
+ */
+static bool keep_for_purge(void *arg, const struct flow_full *ff)
+{
+	struct caches *c = arg;
+
+	if (keep_excluded(arg, ff))
+		return true;
+	return c->cfg->sync.hot_standby && flow_table_lookup(c->external, &ff->flow.orig) != 0;
 }
 
 static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_write_stats *st)
@@ -656,7 +700,7 @@ static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_wr
 		   (unsigned long long)st->ok, (unsigned long long)seen);
 }
 
-static int start_purge(struct caches *c)
+static int start_purge(struct caches *c, bool scheduled)
 {
 	int rc;
 
@@ -664,7 +708,8 @@ static int start_purge(struct caches *c)
 		return 0;
 	if (c->committing)
 		return -EBUSY;
-	rc = kernel_writer_purge(c->writer, AF_UNSPEC, keep_excluded, purge_done, c);
+	rc = kernel_writer_purge(c->writer, AF_UNSPEC, scheduled ? keep_for_purge : keep_excluded,
+				 purge_done, c);
 	if (rc == 0) {
 		c->purging = true;
 		c->n.purges++;
@@ -692,7 +737,7 @@ static void on_purge_timer(struct loop *loop, struct loop_timer *timer, void *ar
 
 	log_notice("scheduled purge: flushing the kernel table and the internal cache");
 	flush_internal(c);
-	rc = start_purge(c);
+	rc = start_purge(c, true);
 	if (rc < 0)
 		log_error("scheduled purge: cannot flush the kernel table: %s", strerror(-rc));
 }
@@ -729,7 +774,7 @@ static enum control_result answer_kernel_flush(struct control_request *req, void
 		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
 		return CONTROL_DONE;
 	}
-	rc = start_purge(c);
+	rc = start_purge(c, false);
 	if (rc < 0) {
 		control_request_printf(req, "ctsyncd: cannot flush the kernel table: %s\n",
 				       rc == -EBUSY ? "a commit is running" : strerror(-rc));
@@ -743,6 +788,13 @@ static enum control_result answer_schedule_purge(struct control_request *req, vo
 {
 	struct caches *c = arg;
 
+	/* -t is what a node hears when it becomes a backup (or faults). */
+	if (c->cfg->sync.hot_standby && !c->mirroring) {
+		c->mirroring = true;
+		log_notice("HotStandby: this node is a backup now; received states are written "
+			   "into the kernel as they arrive");
+		control_request_printf(req, "HotStandby: received states are written into the kernel again\n");
+	}
 	if (loop_timer_armed(c->purge_timer)) {
 		control_request_printf(req, "purge already scheduled\n");
 		return CONTROL_DONE;
@@ -878,6 +930,11 @@ void caches_report(struct caches *c, struct report *r)
 		report_u64(r, "failed", c->n.remote_failed);
 		report_u64(r, "injection_failures", c->n.injected_failed);
 		report_end(r);
+		report_begin(r, "hot_standby");
+		report_bool(r, "enabled", c->cfg->sync.hot_standby);
+		report_bool(r, "mirroring", c->mirroring);
+		report_u64(r, "written_into_kernel", c->n.injected_ok);
+		report_end(r);
 	}
 }
 
@@ -930,11 +987,16 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		if (!c->filter && !err)
 			err = -ENOMEM;
 	}
-	if (err == 0 && cfg->sync.disable_external_cache) {
+	if (err == 0 && (cfg->sync.disable_external_cache || cfg->sync.hot_standby)) {
 		c->inject_ring = calloc(INJECT_RING, sizeof(*c->inject_ring));
 		if (!c->inject_ring)
 			err = -ENOMEM;
 	}
+	/*
+	 * HotStandby: a daemon starts as a backup (a restarted backup must
+	 * be hot at once); the primary's hook turns the mirror off with -c.
+	 */
+	c->mirroring = cfg->sync.hot_standby;
 	if (err == 0) {
 		c->purge_timer = loop_timer_new(loop, on_purge_timer, c);
 		if (!c->purge_timer)

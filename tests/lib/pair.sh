@@ -18,7 +18,8 @@ pair_setup() {
 }
 
 # pair_conf SIDE MODE [extra Sync lines] [extra General lines]: writes $WORK/SIDE.conf.
-# The link is UDP, or what LINK_KIND says: TCP or Multicast.
+# The link is UDP, or what LINK_KIND says: TCP or Multicast; MODE_OPTS go into
+# the Mode block.
 pair_conf() {
 	local side=$1 mode=$2 sync_extra=${3:-} general_extra=${4:-} me peer dev link
 	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
@@ -30,7 +31,7 @@ pair_conf() {
 	esac
 	cat >"$WORK/$side.conf" <<CONF
 Sync {
-	Mode $mode { }
+	Mode $mode { ${MODE_OPTS:+$MODE_OPTS }}
 	$link
 	$sync_extra
 }

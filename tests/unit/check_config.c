@@ -252,7 +252,7 @@ srcdir(void)
 #define SYNC_OPTS "Mode, Multicast, UDP, TCP, Options, RefreshTime, CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
 #define FTFW_OPTS "ResendQueueSize, ACKWindowSize, CommitTimeout, PurgeTimeout, " \
-	"DisableExternalCache or StartupResync"
+	"DisableExternalCache, StartupResync or HotStandby"
 #define UDP_OPTS "IPv4_address, IPv6_address, IPv4_Destination_Address, " \
 	"IPv6_Destination_Address, Port, Interface, SndSocketBuffer, RcvSocketBuffer or Checksum"
 #define PROTO_EXPECTED "a protocol name (TCP, UDP, UDPLITE, SCTP, DCCP, ICMP, IPv6-ICMP, " \
@@ -752,6 +752,29 @@ START_TEST(disable_external_cache_forces_commit_timeout_zero)
 }
 END_TEST
 
+START_TEST(hot_standby_parses_and_excludes_disable_external_cache)
+{
+	struct warnings ws = { 0 };
+	struct config cfg;
+	char buf[512];
+	static const char bad[] = "Sync {\nMode FTFW { HotStandby on DisableExternalCache on }\n" UDP_LINK "}";
+
+	parse_ok(&cfg, "Sync { Mode FTFW { HotStandby on } " UDP_LINK "}", &ws);
+	ck_assert(cfg.sync.hot_standby);
+	assert_round_trip(&cfg, "HotStandby");
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { Mode NOTRACK { HotStandby yes } " UDP_LINK "}", &ws);
+	ck_assert(cfg.sync.hot_standby);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { Mode FTFW { } " UDP_LINK "}", &ws);
+	ck_assert(!cfg.sync.hot_standby);
+	config_free(&cfg);
+	ck_assert_str_eq(parse_error(bad, strlen(bad), buf, sizeof(buf)),
+			 "2:0: HotStandby keeps the external cache and also writes it into "
+			 "the kernel; it cannot be combined with DisableExternalCache on");
+}
+END_TEST
+
 START_TEST(booleans_ignore_case)
 {
 	const char *const words[] = { "on", "ON", "On", "yes", "YES", "off", "OFF", "no", "No" };
@@ -1112,7 +1135,7 @@ START_TEST(sample_file_documents_every_option)
 		"Protocol", "Accept", "Ignore", "Address", "IPv4_address", "IPv6_address", "State",
 		"for TCP", "Sync", "Mode", "FTFW", "NOTRACK", "ALARM", "ResendQueueSize",
 		"ACKWindowSize", "CommitTimeout", "PurgeTimeout", "DisableExternalCache",
-		"DisableInternalCache", "StartupResync", "RefreshTime", "CacheTimeout", "Multicast",
+		"DisableInternalCache", "StartupResync", "HotStandby", "RefreshTime", "CacheTimeout", "Multicast",
 		"UDP", "TCP", "Default", "IPv4_Destination_Address", "IPv6_Destination_Address",
 		"IPv4_interface", "IPv6_interface", "Interface", "Group", "Port", "SndSocketBuffer",
 		"RcvSocketBuffer", "Checksum", "ErrorQueueLength", "Options", "TCPWindowTracking",
@@ -1201,6 +1224,7 @@ config_suite(void)
 	tcase_add_test(tc, nice_and_ipv6_interface_are_accepted_with_a_warning);
 	tcase_add_test(tc, sync_level_timers_apply_to_the_mode);
 	tcase_add_test(tc, disable_external_cache_forces_commit_timeout_zero);
+	tcase_add_test(tc, hot_standby_parses_and_excludes_disable_external_cache);
 	tcase_add_test(tc, booleans_ignore_case);
 	tcase_add_test(tc, overrun_resync_takes_on_off_or_seconds);
 	tcase_add_test(tc, scheduler_type_and_priority);
