@@ -30,3 +30,8 @@ EXTRA_DIST += tests/integration/replication.sh
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh
 EXTRA_DIST += tests/interop/conntrackd.sh
+
+# End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
+# server; the shipped keepalived example and hook are what runs.
+TESTS += tests/failover/failover.sh
+EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py

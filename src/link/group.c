@@ -182,11 +182,13 @@ void link_group_check_failover(struct link_group *g)
 	pick = link_failover_pick(flags, g->nlinks, g->active);
 	if (pick < 0 || (pick == (int)g->active && !link_flags_running(act->ifflags))) {
 		if (!g->none_logged)
-			log_error("link: %s is %s and no other link is up; still sending on it",
-				  act->cfg.ifname, link_status_name(act->ifflags));
+			log_warning("link: %s is %s and no other link is up; still sending on it",
+				    act->cfg.ifname, link_status_name(act->ifflags));
 		g->none_logged = true;
 		return;
 	}
+	if (g->none_logged && pick == (int)g->active)
+		log_notice("link: %s is %s again", act->cfg.ifname, link_status_name(act->ifflags));
 	g->none_logged = false;
 	if (pick != (int)g->active) {
 		snprintf(why, sizeof(why), "%s is %s", act->cfg.ifname,

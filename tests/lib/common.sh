@@ -89,6 +89,14 @@ _cleanup() {
 	for pid in "${pids[@]}"; do
 		wait_until 3 pid_gone "$pid" || kill -KILL "$pid" 2>/dev/null
 	done
+	# Whatever still runs in our namespaces was started by this test (a
+	# daemon started by a keepalived hook, say): stop it before the
+	# namespace goes.
+	for ns in "${namespaces[@]}"; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -KILL "$pid" 2>/dev/null
+		done
+	done
 	for ns in "${namespaces[@]}"; do
 		ip netns del "$ns" 2>/dev/null
 	done
