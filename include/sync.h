@@ -4,13 +4,13 @@
  * FTFW, the reliable mode of conntrackd 1.4.7, with its wire behaviour
  * (§2 of shared/reference/conntrackd-1.4.7-facts.md): one sequence counter
  * for every message sent, ACK window, NACK on gaps, HELLO/HELLO_BACK,
- * ALIVE, RESYNC; and NOTRACK (§3, best effort) as a variant of the same
- * engine.  What ctsyncd adds so that the pair always converges, still in
- * the 1.4.7 wire format, is said in "Beyond 1.4.7" below and at each place
- * in src/sync/ where we do it.
+ * ALIVE, RESYNC; and NOTRACK and ALARM (§3, best effort) as variants of
+ * the same engine (see "ALARM" below).  What ctsyncd adds so that the
+ * pair always converges, still in the 1.4.7 wire format, is said in
+ * "Beyond 1.4.7" below and at each place in src/sync/ where we do it.
  *
- * The engine is pure: no system call, no clock, no randomness, no
- * allocation after ftfw_new().  The caller passes the time (`now`, in
+ * The engine is pure: no system call, no clock, no randomness of its own
+ * (ALARM's is injected), no allocation after ftfw_new().  The caller passes the time (`now`, in
  * milliseconds of any monotonic clock) to every call that needs it, and
  * gets output through the callbacks of struct ftfw_ops, called
  * synchronously from within the engine's calls.  Not thread-safe.
@@ -107,6 +107,27 @@
  *     before that they name numbers of a sequence space it tracked before
  *     (our previous process's, which time(NULL) counters overlap).
  *
+ * ALARM (1.4.7's "persistent" mode, §3).  No HELLO, ACK, NACK, ALIVE or
+ * RESYNC is ever sent; every message is data with flags 0 and the next
+ * number of the one sequence counter, as in NOTRACK.  Every flow of the
+ * internal table has a refresh timer: its current state is sent again
+ * (rand() % RefreshTime + 1) s plus a random multiple of 200 ms in
+ * 0.2..1.0 s after it was last sent, and a change is sent at once (and
+ * so re-arms the timer).  The timers are a wheel of ALARM_TICK_MS slots
+ * whose lists run through the same user-area links as FTFW's queues
+ * (one daemon runs one mode): arming, re-arming and firing allocate
+ * nothing and cost O(1) per flow; a timer fires up to ALARM_TICK_MS
+ * late.  The randomness is injected: ops->random, or a PRNG seeded with
+ * cfg->random_seed.  A dead flow's DEL is sent once, then ops->dead_acked
+ * (as in NOTRACK).  The receiver takes a message as data iff its flags
+ * are 0 (types 6..15 then count as "bad type"); any flagged message is
+ * counted (flagged_ignored) and ignored.  The expiry of the peer's states
+ * CacheTimeout seconds after their last refresh is the owner's: the
+ * engine does not see the external table.  A flow the owner inserts
+ * without a change to send (the start-up dump, -R) gets its timer from
+ * ftfw_flow_loaded(); flows already in the table at ftfw_new() get one
+ * there.  ftfw_request_resync() and ftfw_bulk() do nothing in ALARM.
+ *
  * Errors: functions returning int give 0 or a negative errno.
  */
 #ifndef CTSYNCD_SYNC_H
@@ -133,6 +154,9 @@ struct ftfw;
 #define FTFW_TIMER_MS                   1000u   /* 1.4.7's constant ALIVE/ACK timer (§2.2) */
 #define FTFW_DEFAULT_RTO_MS             1500u
 #define FTFW_DEFAULT_RTO_MAX_MS         12000u
+#define ALARM_DEFAULT_REFRESH_S         60u     /* RefreshTime (§3, §7) */
+/* Granularity of ALARM's timer wheel: a refresh is due on a multiple of this. */
+#define ALARM_TICK_MS                   100u
 
 /*
  * The longest message the engine emits: a conntrack message
@@ -144,6 +168,7 @@ struct ftfw;
 enum ftfw_mode {
 	FTFW_MODE_FTFW,         /* reliable (§2) */
 	FTFW_MODE_NOTRACK,      /* best effort (§3): no HELLO, ACK, NACK; nothing resent */
+	FTFW_MODE_ALARM,        /* §3: every flow re-sent on its own timer; nothing else */
 };
 
 struct ftfw_config {
@@ -180,6 +205,10 @@ struct ftfw_config {
 	 * the default (false) repairs lost ACKs sooner.
 	 */
 	bool plain_acks;
+	/* ALARM: RefreshTime, seconds (0 = ALARM_DEFAULT_REFRESH_S). */
+	uint32_t refresh_time_s;
+	/* ALARM: the seed of the engine's PRNG, used when ops->random is NULL. */
+	uint64_t random_seed;
 };
 
 /* What happened to a sending peer, for ops->peer_event. */
@@ -224,6 +253,11 @@ struct ftfw_ops {
 	void (*dead_acked)(void *arg, uint32_t handle);
 	/* Optional. */
 	void (*peer_event)(void *arg, unsigned peer, enum ftfw_peer_event ev);
+	/*
+	 * ALARM: a random 32-bit value for the refresh intervals.  Optional:
+	 * NULL uses a PRNG seeded with cfg->random_seed.
+	 */
+	uint32_t (*random)(void *arg);
 };
 
 /*
@@ -269,6 +303,12 @@ void ftfw_free(struct ftfw *e);
  * waits in the tx queue.  -ENOENT for a handle the table does not know.
  */
 int ftfw_flow_changed(struct ftfw *e, uint32_t h);
+/*
+ * Flow `h` was inserted without a change for the peer (the start-up dump,
+ * -R): in ALARM it gets a refresh timer if it has none; other modes send
+ * nothing (1.4.7 sends a dump on -B or RESYNC only).  -ENOENT as above.
+ */
+int ftfw_flow_loaded(struct ftfw *e, uint32_t h);
 /* Take `h` out of whatever queue holds it; call before deleting it on your own. */
 void ftfw_flow_forget(struct ftfw *e, uint32_t h);
 /* Empty every queue; call before flow_table_clear() of the internal table. */
@@ -333,7 +373,8 @@ void ftfw_bulk(struct ftfw *e);
 
 /*
  * Nothing of ours outstanding: tx and retransmission queues empty, nothing
- * in flight, no bulk walk and no RESYNC request unfinished.
+ * in flight, no bulk walk and no RESYNC request unfinished.  (ALARM: the
+ * refresh timers never stop; idle means no change waiting to be sent.)
  */
 bool ftfw_idle(const struct ftfw *e);
 /* Bytes the message for flow `h` takes on the wire now, or a negative errno. */
@@ -365,6 +406,8 @@ struct ftfw_stats {
 	uint64_t malformed[WIRE_R_MAX];         /* by reason: splitter, header, payload */
 	uint64_t exp_ignored;                   /* expectations with no apply_exp */
 	uint64_t tx_refused;                    /* flows the codec would not encode: dropped */
+	uint64_t refreshes;                     /* ALARM: refresh timers that fired */
+	uint64_t flagged_ignored;               /* ALARM: received messages with flags, ignored */
 	/* queues (gauges, except the maxima and stalls) */
 	uint32_t txq_len;                       /* waiting for a first transmission */
 	uint32_t retxq_len;                     /* waiting for a retransmission */
@@ -376,6 +419,7 @@ struct ftfw_stats {
 	bool bulk_running;
 	bool resync_outstanding;
 	uint32_t peers;                         /* peers heard and not lost */
+	uint32_t refresh_timers;                /* ALARM: flows waiting for their refresh */
 };
 void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out);
 

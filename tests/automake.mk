@@ -25,11 +25,15 @@ EXTRA_DIST += tests/lib/pair.sh
 TESTS += tests/integration/replication.sh
 TESTS += tests/integration/hotstandby.sh
 EXTRA_DIST += tests/integration/hotstandby.sh
+TESTS += tests/integration/loss.sh
+EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh
 EXTRA_DIST += tests/interop/conntrackd.sh
+TESTS += tests/interop/alarm.sh
+EXTRA_DIST += tests/interop/alarm.sh
 
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.

@@ -32,6 +32,15 @@
 #define DEFAULT_COMMIT_TIMEOUT 60u   /* s, when a state carries no usable timeout */
 #define INJECT_RING 4096             /* more than the requests of one writer batch */
 #define INJECT_COOKIE (1ull << 63)
+/*
+ * ALARM's expiry of external entries: every EXPIRE_PERIOD_MS the sweep
+ * visits the next EXPIRE_VISIT entries (a few hundred microseconds), so a
+ * million entries are swept in about 6 s and an entry leaves at most that
+ * much after its CacheTimeout; a small table is swept once a second.
+ */
+#define EXPIRE_PERIOD_MS 100u
+#define EXPIRE_PASS_MS 1000u
+#define EXPIRE_VISIT 16384u
 
 /* A directly injected state, kept until its batch is answered. */
 struct inject_slot {
@@ -58,6 +67,7 @@ struct cache_counters {
 	uint64_t injected_ok, injected_failed;
 	uint64_t resyncs, swept;
 	uint64_t purges, purged;
+	uint64_t expired;
 };
 
 struct caches {
@@ -75,8 +85,8 @@ struct caches {
 	/* the current load from the kernel (startup, -R, overrun resync) */
 	struct kernel_dump *dump;
 	enum load_kind load;
-	uint8_t *seen;                    /* bitmap of internal handles the dump delivered */
-	size_t seen_bytes;
+	uint8_t *marks;                   /* LOAD_* bits per internal handle, during a load */
+	size_t nmarks;
 	uint64_t load_started_ms;
 	struct waiters load_waiters;
 	bool resync_again;                /* another overrun during the resync */
@@ -99,6 +109,10 @@ struct caches {
 	bool purging;
 	struct waiters purge_waiters;
 	struct loop_timer *purge_timer;
+
+	/* ALARM: the incremental expiry sweep of the external cache */
+	struct loop_timer *expire_timer;
+	uint32_t expire_cursor;
 };
 
 static uint32_t now_s(const struct caches *c)
@@ -196,33 +210,42 @@ static void merge_update(struct flow_full *cur, const struct flow_full *ev)
 	f->attrs |= a;
 }
 
-static void mark_seen(struct caches *c, uint32_t handle)
-{
-	size_t byte = handle / 8;
+/*
+ * While a load (a dump of the kernel table) runs, events keep coming, and
+ * a dumped entry may be older than an event already handled: the kernel
+ * filled that part of the dump before the change the event reports.  So,
+ * per internal handle, during a load:
+ *   LOAD_SEEN     the dump delivered it, or an event did (the sweep keeps it);
+ *   LOAD_TOUCHED  an event changed it: a dumped copy would be older;
+ *   LOAD_ACKED    dead and acknowledged by the peer: deleted when the load
+ *                 ends, so that a late dumped copy finds it dead instead of
+ *                 bringing it back to life, and to the peer, for good.
+ */
+enum { LOAD_SEEN = 1, LOAD_TOUCHED = 2, LOAD_ACKED = 4 };
 
+static void load_mark(struct caches *c, uint32_t handle, uint8_t bits)
+{
 	if (!c->dump)
 		return;
-	if (byte >= c->seen_bytes) {
-		size_t n = c->seen_bytes ? c->seen_bytes : 4096;
+	if (handle >= c->nmarks) {
+		size_t n = c->nmarks ? c->nmarks : 32768;
 		uint8_t *p;
 
-		while (n <= byte)
+		while (n <= handle)
 			n *= 2;
-		p = realloc(c->seen, n);
+		p = realloc(c->marks, n);
 		if (!p)
 			return;   /* the sweep then keeps this entry: safe, never deletes a live one */
-		memset(p + c->seen_bytes, 0, n - c->seen_bytes);
-		c->seen = p;
-		c->seen_bytes = n;
+		memset(p + c->nmarks, 0, n - c->nmarks);
+		c->marks = p;
+		c->nmarks = n;
 	}
-	c->seen[byte] |= (uint8_t)(1u << (handle % 8));
+	c->marks[handle] |= bits;
 }
 
-static bool was_seen(const struct caches *c, uint32_t handle)
+static bool load_marked(const struct caches *c, uint32_t handle, uint8_t bits)
 {
-	size_t byte = handle / 8;
-
-	return byte < c->seen_bytes && (c->seen[byte] & (1u << (handle % 8)));
+	return handle < c->nmarks && (c->marks[handle] & bits);
 }
 
 /* Store a NEW or UPDATE state of the kernel; tell the listener when asked. */
@@ -242,7 +265,9 @@ static void store_local(struct caches *c, enum kernel_event ev, const struct flo
 	if (rc < 0) {
 		return;   /* counted by the table (HashLimit, memory) */
 	}
-	mark_seen(c, handle);
+	load_mark(c, handle, LOAD_SEEN);
+	if (!notify && (rc == FLOW_UPSERT_INSERTED || rc == FLOW_UPSERT_REVIVED) && c->listener.loaded)
+		c->listener.loaded(c->listener.arg, handle);
 	if (!notify || rc == FLOW_UPSERT_UNCHANGED)
 		return;
 	tell(c, handle, rc == FLOW_UPSERT_UPDATED ? KERNEL_EV_UPDATE : KERNEL_EV_NEW);
@@ -295,6 +320,8 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 			c->n.events_unknown++;
 		break;
 	}
+	if (c->dump && (handle = flow_table_lookup(c->internal, &ff->flow.orig)) != 0)
+		load_mark(c, handle, LOAD_TOUCHED);
 }
 
 static void start_load(struct caches *c, enum load_kind kind);
@@ -320,9 +347,43 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 {
 	struct caches *c = arg;
 
+	uint32_t handle;
+
 	if (!flow_filter_pass_full(c->filter, ff))
 		return;
+	handle = flow_table_lookup(c->internal, &ff->flow.orig);
+	if (handle && load_marked(c, handle, LOAD_TOUCHED)) {
+		/* An event already told us of a change at least as new as this copy. */
+		if (!(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD))
+			load_mark(c, handle, LOAD_SEEN);
+		return;
+	}
+	if (handle && c->load == LOAD_RESYNC && (ff->flow.attrs & FLOW_A_TIMEOUT) &&
+	    !(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD)) {
+		/*
+		 * A timeout always differs from the cached one (it runs down):
+		 * alone, it is no change to send to the peer again.
+		 */
+		const struct flow *cur = flow_table_flow(c->internal, handle);
+
+		if ((cur->attrs & FLOW_A_TIMEOUT) && cur->timeout != ff->flow.timeout) {
+			c->scratch.flow = ff->flow;
+			c->scratch.ext = ff->ext;
+			c->scratch.labels.words = ff->labels.words;
+			memcpy(c->scratch.labels.w, ff->labels.w, ff->labels.words * sizeof(uint32_t));
+			c->scratch.flow.timeout = cur->timeout;
+			ff = &c->scratch;
+		}
+	}
 	store_local(c, KERNEL_EV_NEW, ff, c->load == LOAD_RESYNC);
+}
+
+/* The deletions caches_forget_dead() put off until the end of the load. */
+static void forget_acked_dead(struct caches *c)
+{
+	for (uint32_t h = 1; h < c->nmarks; h++)
+		if ((c->marks[h] & LOAD_ACKED) && (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
+			flow_table_delete(c->internal, h);
 }
 
 /* Entries the dump did not deliver are gone from the kernel. */
@@ -332,7 +393,7 @@ static uint64_t sweep_unseen(struct caches *c)
 	uint64_t swept = 0;
 
 	while ((h = flow_table_next(c->internal, &cursor)) != 0) {
-		if (was_seen(c, h) || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
+		if (load_marked(c, h, LOAD_SEEN) || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
 			continue;
 		if (c->load == LOAD_RESYNC)
 			drop_local(c, h);
@@ -354,9 +415,10 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 		swept = sweep_unseen(c);
 	c->n.swept += swept;
 	c->dump = NULL;
-	free(c->seen);
-	c->seen = NULL;
-	c->seen_bytes = 0;
+	forget_acked_dead(c);
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
 
 	if (err && err != -EINTR) {
 		log_error("kernel table dump failed: %s", strerror(-err));
@@ -472,6 +534,34 @@ int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *
 	if (rc == 0 && c->mirroring)
 		rc = inject(c, type, ff);
 	return rc;
+}
+
+/*
+ * §3, §5.1: in ALARM an external entry lives CacheTimeout seconds after its
+ * last refresh (its update time, in whole seconds: it leaves after more
+ * than CacheTimeout, never before).  The sweep goes through the table in
+ * slices from a loop timer, never in one stall.
+ */
+static void on_expire_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct caches *c = arg;
+	uint32_t now = now_s(c), timeout = c->cfg->sync.cache_timeout, h;
+	unsigned visited = 0;
+
+	while (visited < EXPIRE_VISIT) {
+		h = flow_table_next(c->external, &c->expire_cursor);
+		if (!h) {
+			c->expire_cursor = 0;
+			loop_timer_arm(timer, EXPIRE_PASS_MS);
+			return;
+		}
+		visited++;
+		if (now - flow_table_updated(c->external, h) > timeout) {
+			flow_table_delete(c->external, h);
+			c->n.expired++;
+		}
+	}
+	loop_timer_arm(timer, EXPIRE_PERIOD_MS);
 }
 
 /* ---- commit ---------------------------------------------------------------------- */
@@ -929,6 +1019,8 @@ void caches_report(struct caches *c, struct report *r)
 		report_u64(r, "deleted_unknown", c->n.remote_delete_unknown);
 		report_u64(r, "failed", c->n.remote_failed);
 		report_u64(r, "injection_failures", c->n.injected_failed);
+		if (c->cfg->sync.mode == CONFIG_MODE_ALARM)
+			report_u64(r, "expired", c->n.expired);
 		report_end(r);
 		report_begin(r, "hot_standby");
 		report_bool(r, "enabled", c->cfg->sync.hot_standby);
@@ -1002,6 +1094,14 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		if (!c->purge_timer)
 			err = -ENOMEM;
 	}
+	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_ALARM &&
+	    !cfg->sync.disable_external_cache) {
+		c->expire_timer = loop_timer_new(loop, on_expire_timer, c);
+		if (!c->expire_timer)
+			err = -ENOMEM;
+		else
+			loop_timer_arm(c->expire_timer, EXPIRE_PASS_MS);
+	}
 	if (err == 0) {
 		c->writer = kernel_writer_new(loop, &wopt, &wcb, c, &err);
 		if (!c->writer && !err)
@@ -1068,10 +1168,11 @@ void caches_free(struct caches *c)
 	if (c->events)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
+	loop_timer_free(c->expire_timer);
 	flow_filter_free(c->filter);
 	flow_table_free(c->internal);
 	flow_table_free(c->external);
-	free(c->seen);
+	free(c->marks);
 	free(c->inject_ring);
 	free(c);
 }
@@ -1125,6 +1226,12 @@ struct flow_table *caches_external(struct caches *c)
 
 void caches_forget_dead(struct caches *c, uint32_t handle)
 {
-	if (flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD)
-		flow_table_delete(c->internal, handle);
+	if (!(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD))
+		return;
+	if (c->dump) {
+		load_mark(c, handle, LOAD_ACKED);   /* deleted when the load ends */
+		if (load_marked(c, handle, LOAD_ACKED))
+			return;
+	}
+	flow_table_delete(c->internal, handle);
 }

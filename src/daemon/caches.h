@@ -32,6 +32,11 @@ struct caches_listener {
 	void (*changed)(void *arg, uint32_t handle, enum kernel_event ev);
 	/* `handle` is about to be deleted without the peer being told (flush, -R). */
 	void (*forget)(void *arg, uint32_t handle);
+	/*
+	 * `handle` was inserted without the peer being told (the start-up
+	 * dump, -R): ALARM refreshes it all the same.  Optional.
+	 */
+	void (*loaded)(void *arg, uint32_t handle);
 	void *arg;
 };
 
@@ -56,7 +61,9 @@ void caches_forget_dead(struct caches *c, uint32_t handle);
  * A state received from the peer (type: WIRE_T_CT_NEW/UPD/DEL): NEW
  * replaces, UPD updates or creates, DEL removes; with DisableExternalCache
  * it is written to the kernel at once instead.  Returns 0 or -errno
- * (-ENOSPC: HashLimit), counted either way.
+ * (-ENOSPC: HashLimit), counted either way.  In Mode ALARM an external
+ * entry expires CacheTimeout seconds after its last refresh: a loop timer
+ * sweeps the table in slices (caches.c), and -s cache counts them.
  */
 int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff);
 

@@ -5,7 +5,9 @@
  * loop iteration (the before-sleep hook) the engine emits what the link
  * can take and the link group flushes its datagrams.  Received datagrams
  * are split into messages and fed to the engine, whose decoded states go
- * into the external cache (or straight into the kernel).
+ * into the external cache (or straight into the kernel).  The three modes
+ * (FTFW, NOTRACK, ALARM) are the one engine of src/sync/ configured apart;
+ * in ALARM the caches expire the peer's states (caches.c).
  */
 #include "build-config.h"
 #include "replication.h"
@@ -172,6 +174,26 @@ static void on_local_forget(void *arg, uint32_t handle)
 	ftfw_flow_forget(r->engine, handle);
 }
 
+static void on_local_loaded(void *arg, uint32_t handle)
+{
+	struct replication *r = arg;
+
+	ftfw_flow_loaded(r->engine, handle);
+}
+
+/* -n and -B have nothing to do in ALARM (§3): the refresh timers send everything. */
+static bool alarm_refuses(struct replication *r, struct control_request *req)
+{
+	if (r->cfg->sync.mode != CONFIG_MODE_ALARM)
+		return false;
+	control_request_printf(req, "ctsyncd: '%s' is not available: Mode ALARM has no bulk send or "
+			       "resynchronisation; every state is sent again within RefreshTime "
+			       "(%u s) plus one second\n", ctl_request_name(control_request_code(req)),
+			       r->cfg->sync.refresh_time);
+	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	return true;
+}
+
 static void arm_timer(struct replication *r)
 {
 	uint64_t now = loop_now_ms(r->loop), next = ftfw_next_deadline(r->engine);
@@ -208,6 +230,8 @@ static enum control_result answer_bulk(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
 
+	if (alarm_refuses(r, req))
+		return CONTROL_DONE;
 	ftfw_bulk(r->engine);
 	control_request_printf(req, "bulk send of %u states started\n",
 			       flow_table_count(caches_internal(r->caches)));
@@ -218,6 +242,8 @@ static enum control_result answer_resync(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
 
+	if (alarm_refuses(r, req))
+		return CONTROL_DONE;
 	ftfw_request_resync(r->engine);
 	control_request_printf(req, "resynchronisation requested from the peer\n");
 	return CONTROL_DONE;
@@ -250,6 +276,10 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "sequence_lost", st.seq_lost);
 	report_u64(rep, "sequence_before", st.seq_before);
 	report_u64(rep, "peer_restarts", st.peer_restarts);
+	if (r->cfg->sync.mode == CONFIG_MODE_ALARM) {
+		report_u64(rep, "refreshes", st.refreshes);
+		report_u64(rep, "flagged_ignored", st.flagged_ignored);
+	}
 	report_u64(rep, "malformed", malformed);
 	report_u64(rep, "datagrams_received", r->datagrams);
 	report_u64(rep, "datagrams_from_untracked_peers", r->unknown_peers);
@@ -283,6 +313,8 @@ static void report_queues(struct replication *r, struct report *rep)
 	report_bool(rep, "bulk_running", st.bulk_running);
 	report_bool(rep, "resync_outstanding", st.resync_outstanding);
 	report_bool(rep, "idle", ftfw_idle(r->engine));
+	if (r->cfg->sync.mode == CONFIG_MODE_ALARM)
+		report_u64(rep, "refresh_timers", st.refresh_timers);
 	report_end(rep);
 }
 
@@ -347,28 +379,28 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.emit = emit, .apply = apply, .dead_acked = dead_acked, .peer_event = peer_event,
 	};
 	struct ftfw_config fc = {
-		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK : FTFW_MODE_FTFW,
+		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK :
+			cfg->sync.mode == CONFIG_MODE_ALARM ? FTFW_MODE_ALARM : FTFW_MODE_FTFW,
 		.resend_queue_size = cfg->sync.resend_queue_size,
 		.ack_window = cfg->sync.ack_window_size,
 		/* UDPlite ports too: 1.4.7 accepts them, and its keys become complete. */
 		.enc_opts = WIRE_ENC_UDPLITE_PORTS |
 			    (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
 			    (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0),
+		.refresh_time_s = cfg->sync.refresh_time,
 	};
 	struct link_group_params lp = {
 		.sync = &cfg->sync,
 		.event_iteration_limit = cfg->general.event_iteration_limit,
 		.on_receive = on_receive,
 	};
-	struct caches_listener listener = { .changed = on_local_change, .forget = on_local_forget };
+	struct caches_listener listener = {
+		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,
+	};
 	struct replication *r;
 	uint32_t salt = 0, seq;
 	int err;
 
-	if (cfg->sync.mode == CONFIG_MODE_ALARM) {
-		log_error("Mode ALARM is not implemented in this version of ctsyncd; use FTFW or NOTRACK");
-		return -EOPNOTSUPP;
-	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -384,6 +416,9 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != sizeof(salt))
 		salt = (uint32_t)getpid();
 	seq = ftfw_initial_seq((uint32_t)time(NULL), salt);
+	/* ALARM's refresh intervals: the engine's PRNG, seeded here (sync.h). */
+	if (getrandom(&fc.random_seed, sizeof(fc.random_seed), GRND_NONBLOCK) != sizeof(fc.random_seed))
+		fc.random_seed = ((uint64_t)salt << 32) ^ (uint64_t)time(NULL);
 	if (cfg->sync.links[0].kind == CONFIG_LINK_MCAST)
 		fc.peer_timeout_ms = 30000;
 	err = link_group_open(&r->links, loop, &lp);

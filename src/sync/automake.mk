@@ -1,10 +1,11 @@
-# src/sync: the replication modes (FTFW, NOTRACK) as pure state machines.
+# src/sync: the replication modes (FTFW, NOTRACK, ALARM) as pure state machines.
 # ftfw_int.h is private to this folder.
 noinst_HEADERS += include/sync.h src/sync/ftfw_int.h
 libctsyncd_a_SOURCES += \
 	src/sync/queue.c \
 	src/sync/rx.c \
-	src/sync/ftfw.c
+	src/sync/ftfw.c \
+	src/sync/alarm.c
 
 check_PROGRAMS += tests/unit/check_ftfw
 TESTS += tests/unit/check_ftfw

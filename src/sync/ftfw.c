@@ -84,7 +84,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 
 	if (!ops->emit || !ops->apply || !ops->dead_acked || !internal)
 		return -EINVAL;
-	if (c.mode != FTFW_MODE_FTFW && c.mode != FTFW_MODE_NOTRACK)
+	if (c.mode != FTFW_MODE_FTFW && c.mode != FTFW_MODE_NOTRACK && c.mode != FTFW_MODE_ALARM)
 		return -EINVAL;
 	if (!c.resend_queue_size)
 		c.resend_queue_size = FTFW_DEFAULT_RESEND_QUEUE_SIZE;
@@ -96,6 +96,8 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 		c.rto_max_ms = FTFW_DEFAULT_RTO_MAX_MS;
 	if (c.rto_max_ms < c.rto_ms)
 		c.rto_max_ms = c.rto_ms;
+	if (!c.refresh_time_s)
+		c.refresh_time_s = ALARM_DEFAULT_REFRESH_S;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -104,7 +106,9 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->ops = *ops;
 	e->arg = arg;
 	e->t = internal;
-	e->notrack = c.mode == FTFW_MODE_NOTRACK;
+	e->notrack = c.mode != FTFW_MODE_FTFW;
+	e->alarm = c.mode == FTFW_MODE_ALARM;
+	e->refresh_s = c.refresh_time_s;
 	e->seq = initial_seq;
 	e->now = now;
 	e->last_tx = now;       /* the first ALIVE one timer period from now (§2.4: 0x30) */
@@ -112,8 +116,10 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->rto = c.rto_ms;
 	ret = ftfw_ring_alloc(e, e->notrack ? 1 : c.resend_queue_size > (1u << 30) ? 1u << 31 :
 			      2 * c.resend_queue_size);
+	if (ret == 0 && e->alarm)
+		ret = ftfw_alarm_init(e, now);
 	if (ret < 0) {
-		free(e);
+		ftfw_free(e);
 		return ret;
 	}
 	/* Entries already in the table: whatever their user area held is not our state. */
@@ -125,6 +131,13 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 			return -EINVAL;         /* no user area */
 		}
 		memset(l, 0, sizeof(*l));
+		/* ALARM: what the table holds is refreshed too; a dead entry's DEL goes first. */
+		if (e->alarm) {
+			if (flow_table_flags(internal, h) & FLOW_ENTRY_DEAD)
+				ftfw_q_append(e, Q_TX, h, l);
+			else
+				ftfw_alarm_arm(e, h, l, now);
+		}
 	}
 	*out = e;
 	return 0;
@@ -134,6 +147,7 @@ void ftfw_free(struct ftfw *e)
 {
 	if (!e)
 		return;
+	ftfw_alarm_free(e);
 	free(e->ring);
 	free(e);
 }
@@ -158,9 +172,22 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h)
 		 * later in sequence, overwrites it at the peer.
 		 */
 	case Q_NONE:
+	case Q_WHEEL:
+		/* ALARM: a change is sent at once, and its transmission re-arms the timer. */
 		ftfw_q_move(e, Q_TX, h, l);
 		break;
 	}
+	return 0;
+}
+
+int ftfw_flow_loaded(struct ftfw *e, uint32_t h)
+{
+	struct ftfw_link *l = ftfw_link_of(e, h);
+
+	if (!l)
+		return -ENOENT;
+	if (e->alarm && l->queue == Q_NONE && !(flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD))
+		ftfw_alarm_arm(e, h, l, e->now);
 	return 0;
 }
 
@@ -180,6 +207,7 @@ void ftfw_forget_all(struct ftfw *e)
 
 			ftfw_q_unlink(e, h, ftfw_link_of(e, h));
 		}
+	ftfw_alarm_forget_all(e);
 	e->bulk = false;
 	e->bulk_cursor = 0;
 }
@@ -443,9 +471,11 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 	if (e->notrack) {
 		ftfw_q_unlink(e, h, l);
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
-		/* §3: nothing is acknowledged in NOTRACK; a DEL is done once sent. */
+		/* §3: nothing is acknowledged in NOTRACK or ALARM; a DEL is done once sent. */
 		if (eflags & FLOW_ENTRY_DEAD)
 			e->ops.dead_acked(e->arg, h);
+		else if (e->alarm)
+			ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
 	} else {
 		ftfw_rs_push(e, h, l, e->seq, now);
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
@@ -552,11 +582,15 @@ bool ftfw_send_ready(const struct ftfw *e)
 
 void ftfw_request_resync(struct ftfw *e)
 {
+	if (e->alarm)
+		return;         /* §3: no RESYNC in ALARM */
 	e->resync = RESYNC_PENDING;
 }
 
 void ftfw_bulk(struct ftfw *e)
 {
+	if (e->alarm)
+		return;         /* §3: the refresh timers do it */
 	e->bulk = true;
 	e->bulk_cursor = 0;
 }
@@ -626,6 +660,10 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	fast_retransmit(e, now);
 	if (now >= rto_deadline(e))
 		rto_round(e, now);
+	if (e->alarm) {
+		ftfw_alarm_tick(e, now);        /* §3: refreshes, and never an ALIVE */
+		return;
+	}
 	/*
 	 * §2.2: a second without transmission sends ALIVE (with HELLO while
 	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
@@ -637,7 +675,7 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 
 uint64_t ftfw_next_deadline(const struct ftfw *e)
 {
-	uint64_t d = e->last_tx + FTFW_TIMER_MS;
+	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->last_tx + FTFW_TIMER_MS;
 
 	d = min_u64(d, rto_deadline(e));
 	d = min_u64(d, fast_deadline(e));
@@ -668,6 +706,7 @@ void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out)
 	out->bulk_running = e->bulk;
 	out->resync_outstanding = e->resync != RESYNC_NONE;
 	out->peers = (uint32_t)__builtin_popcount(e->members);
+	out->refresh_timers = e->wheel_len;
 }
 
 int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out)

@@ -4,6 +4,7 @@
  * queue.c   the intrusive queues over table handles and the in-flight ring
  * rx.c      the receiver: per-peer sequence tracking, ACK window, NACK, HELLO
  * ftfw.c    creation, transmission, ACK/NACK of our messages, timers, bulk, stats
+ * alarm.c   ALARM's refresh timers (a wheel through the same links) and its receiver
  */
 #ifndef CTSYNCD_SYNC_FTFW_INT_H
 #define CTSYNCD_SYNC_FTFW_INT_H
@@ -16,7 +17,9 @@ enum ftfw_queue {
 	Q_TX,           /* waiting for its first transmission (of this state) */
 	Q_RETX,         /* NACKed, overdue, or orphaned by a restart: sent before TX */
 	Q_RS,           /* in flight: the resend queue, in sequence (= transmission) order */
-	Q_COUNT
+	Q_COUNT,
+	/* ALARM: waiting for its refresh in a slot of the timer wheel (alarm.c), not in e->q[] */
+	Q_WHEEL = Q_COUNT,
 };
 
 /*
@@ -30,7 +33,7 @@ struct ftfw_link {
 	uint16_t acked;                 /* Q_RS: bit n = peer n acknowledged it */
 	uint8_t queue;                  /* enum ftfw_queue */
 	uint8_t spare;
-	uint64_t sent;                  /* Q_RS: `now` of the transmission */
+	uint64_t sent;                  /* Q_RS: `now` of the transmission; Q_WHEEL: the due tick */
 };
 _Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");
 
@@ -97,7 +100,8 @@ struct ftfw {
 	struct ftfw_ops ops;
 	void *arg;
 	struct flow_table *t;
-	bool notrack;
+	bool notrack;                   /* NOTRACK or ALARM: nothing acknowledged, nothing resent */
+	bool alarm;                     /* ALARM (alarm.c) */
 
 	uint32_t seq;                   /* the next sequence number to send */
 	uint64_t now;                   /* the latest `now` seen */
@@ -129,6 +133,20 @@ struct ftfw {
 
 	bool bulk;                      /* a bulk walk is running */
 	uint32_t bulk_cursor;
+
+	/*
+	 * ALARM's timer wheel: wheel[tick & wheel_mask] heads the list of
+	 * the flows due at that tick (ALARM_TICK_MS each) or a whole turn of
+	 * the wheel later; wheel_bits marks the non-empty slots.  Ticks
+	 * before wheel_tick have been run.
+	 */
+	uint32_t *wheel;
+	uint64_t *wheel_bits;
+	uint32_t wheel_mask;
+	uint64_t wheel_tick;
+	uint32_t wheel_len;
+	uint32_t refresh_s;
+	uint64_t rng;                   /* the PRNG's state, without ops.random */
 
 	struct ftfw_peer peers[FTFW_PEERS_MAX];
 	struct ftfw_stats st;
@@ -171,7 +189,23 @@ void ftfw_members_changed(struct ftfw *e, uint16_t members);
 /* Start over as if we had restarted, keeping our table (see ftfw.c). */
 void ftfw_soft_restart(struct ftfw *e);
 
+/* ---- alarm.c ---- */
+int ftfw_alarm_init(struct ftfw *e, uint64_t now);
+void ftfw_alarm_free(struct ftfw *e);
+/* Arm the refresh timer of `h` (in no queue) for a random interval from `now`. */
+void ftfw_alarm_arm(struct ftfw *e, uint32_t h, struct ftfw_link *l, uint64_t now);
+/* Take `h` off the wheel (from ftfw_q_unlink). */
+void ftfw_alarm_unlink(struct ftfw *e, struct ftfw_link *l);
+void ftfw_alarm_forget_all(struct ftfw *e);
+/* Fire the timers due by `now`: the flows go to the tx queue. */
+void ftfw_alarm_tick(struct ftfw *e, uint64_t now);
+uint64_t ftfw_alarm_deadline(const struct ftfw *e);
+/* A message from a peer, after the splitter's checks (§3: data iff flags == 0). */
+void ftfw_alarm_receive(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m);
+
 /* ---- rx.c ---- */
+/* Decode a data message and hand it to ops->apply or ops->apply_exp. */
+void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m);
 void ftfw_rx_tick(struct ftfw *e, uint64_t now);
 uint64_t ftfw_rx_deadline(const struct ftfw *e);
 

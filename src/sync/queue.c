@@ -56,6 +56,10 @@ void ftfw_q_unlink(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 
 	if (l->queue == Q_NONE)
 		return;
+	if (l->queue == Q_WHEEL) {
+		ftfw_alarm_unlink(e, l);
+		return;
+	}
 	list = &e->q[l->queue];
 	if (l->prev)
 		L(e, l->prev)->next = l->next;

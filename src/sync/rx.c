@@ -360,7 +360,7 @@ static void gap(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, 
 	}
 }
 
-static void rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
+void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 {
 	uint8_t type = m->hdr.type;
 	enum wire_reason r;
@@ -410,7 +410,7 @@ static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 
 	switch (m->kind) {
 	case WIRE_K_DATA:
-		rx_data(e, peer, m);
+		ftfw_rx_data(e, peer, m);
 		return true;
 	case WIRE_K_ACK:
 		if (seq_before(h->to, h->from))
@@ -478,6 +478,12 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	/* §1.8 step 5: a foreign version is skipped before sequence tracking. */
 	if (m->reason != WIRE_OK) {
 		e->st.malformed[m->reason < WIRE_R_MAX ? m->reason : WIRE_R_BAD_HEADER]++;
+		return 0;
+	}
+	/* §3: ALARM classifies by the flags alone, before any "malformed header". */
+	if (e->alarm) {
+		heard(e, peer, p, now);
+		ftfw_alarm_receive(e, peer, p, m);
 		return 0;
 	}
 	/* "malformed header": the digest's BAD, its sequence number not recorded (§1.3). */

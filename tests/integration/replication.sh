@@ -3,7 +3,8 @@
 # updated and deleted on A reach B's external cache; B commits them into its
 # kernel with the same attributes; under 20 % random loss on the link (in
 # both directions, nftables) 5000 states still converge exactly; -B and -n
-# resend everything; a restarted peer is brought up to date.
+# resend everything; a restarted peer is brought up to date; and Mode ALARM:
+# refreshes (of the start-up dump too), deletes, expiry after a SIGKILL.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
@@ -110,5 +111,32 @@ for kind in TCP Multicast; do
 	check "1000 deletes reach B over $kind" \
 		wait_until 30 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 1000 ]]"
 done
+
+# --- Mode ALARM: refreshes, also of the states loaded at start-up; expiry ------------------
+pair_stop A; pair_stop B
+wait_until 5 test ! -e "$WORK/A.lock" -a ! -e "$WORK/B.lock"
+MODE_OPTS="RefreshTime 2 CacheTimeout 5" pair_conf A ALARM
+MODE_OPTS="RefreshTime 2 CacheTimeout 5" pair_conf B ALARM
+if pair_start A && pair_start B; then
+	# A's kernel still holds the 1000 states of the multicast round: its start-up dump.
+	check "ALARM: the states A loaded at start-up reach B by refresh" \
+		wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 1000 ]]"
+	# The first 1000 of the 2000 are gone already: this deletes the next 500.
+	ip netns exec "$NS_A" "$CTLOAD" delete 1500 --proto mixed --base-addr 198.18.70.1 >/dev/null
+	check "ALARM: 500 deletes reach B" \
+		wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 500 ]]"
+	check "ALARM: the other 500 stay (refreshed within CacheTimeout)" \
+		bash -c "sleep 7; [[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 500 ]]"
+	kill -KILL "$(head -n1 "$WORK/A.lock")"
+	check "ALARM: A killed, its states expire from B's external cache" \
+		wait_until 15 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 0 ]]"
+	j=$(ctl B -s cache --json)
+	check "ALARM: B counts 500 expirations" \
+		python3 -c 'import json,sys; assert json.loads(sys.argv[1])["remote_states"]["expired"] == 500, sys.argv[1]' "$j"
+	out=$(ctl B -n 2>&1); rc=$?
+	check "ALARM: -n is not available (exit $rc)" test "$rc" -eq 1
+else
+	fail "the daemons start in ALARM"
+fi
 
 finish

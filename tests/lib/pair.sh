@@ -8,6 +8,8 @@ pair_setup() {
 	ip link add syncA netns "$NS_A" type veth peer name syncB netns "$NS_B" || return 1
 	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
 	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
+	ip -n "$NS_A" addr add 2001:2:0:1::1/64 dev syncA nodad
+	ip -n "$NS_B" addr add 2001:2:0:1::2/64 dev syncB nodad
 	ip -n "$NS_A" link set syncA up
 	ip -n "$NS_B" link set syncB up
 	local ns
@@ -18,14 +20,18 @@ pair_setup() {
 }
 
 # pair_conf SIDE MODE [extra Sync lines] [extra General lines]: writes $WORK/SIDE.conf.
-# The link is UDP, or what LINK_KIND says: TCP or Multicast; MODE_OPTS go into
-# the Mode block.
+# The link is UDP, or what LINK_KIND says: TCP or Multicast, over IPv4, or
+# IPv6 with LINK_FAMILY=6; MODE_OPTS go into the Mode block.
 pair_conf() {
 	local side=$1 mode=$2 sync_extra=${3:-} general_extra=${4:-} me peer dev link
 	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
-	case ${LINK_KIND:-UDP} in
-	Multicast)
+	case ${LINK_KIND:-UDP}/${LINK_FAMILY:-4} in
+	Multicast/4)
 		link="Multicast { IPv4_address 225.0.0.50 IPv4_interface 198.18.1.$me Group 3780 Interface $dev }" ;;
+	Multicast/6)
+		link="Multicast { IPv6_address ff12::3780 Group 3780 Interface $dev }" ;;
+	*/6)
+		link="${LINK_KIND:-UDP} { IPv6_address 2001:2:0:1::$me IPv6_Destination_Address 2001:2:0:1::$peer Port 3780 Interface $dev }" ;;
 	*)
 		link="${LINK_KIND:-UDP} { IPv4_address 198.18.1.$me IPv4_Destination_Address 198.18.1.$peer Port 3780 Interface $dev }" ;;
 	esac
@@ -61,3 +67,27 @@ pair_start() {
 pair_stop() { "$CTSYNCD" -C "$WORK/$1.conf" -k >/dev/null 2>&1; }
 ctl() { local side=$1; shift; "$CTSYNCD" -C "$WORK/$side.conf" "$@"; }
 ct_in() { local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift; ip netns exec "$ns" conntrack "$@" 2>/dev/null; }
+
+# pair_loss PERCENT: drop PERCENT % of the sync traffic that each side sends
+# (UDP and TCP, port 3780 either way); 0 removes the rules.
+pair_loss() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" nft delete table inet ctsyncd_loss 2>/dev/null
+		(($1 == 0)) && continue
+		ip netns exec "$ns" nft -f - <<NFT || return 1
+table inet ctsyncd_loss {
+	chain out {
+		type filter hook output priority 0;
+		meta l4proto { tcp, udp } th dport 3780 numgen random mod 100 < $1 drop
+		meta l4proto tcp th sport 3780 numgen random mod 100 < $1 drop
+	}
+}
+NFT
+	done
+}
+
+# ext_active SIDE: the number of states in SIDE's external cache.
+ext_active() {
+	ctl "$1" -s cache --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["external_cache"]["active"])'
+}

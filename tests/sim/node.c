@@ -526,6 +526,7 @@ void node_up(struct node *n, uint64_t now)
 	n->used = 0;
 	n->dirty = true;
 	n->wake = now;
+	n->next_expire = now + 1000;
 }
 
 void node_down(struct node *n, uint64_t now, uint32_t down_ms)
@@ -560,12 +561,38 @@ void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 	n->dirty = true;
 }
 
+/* ALARM: external entries not refreshed for more than CacheTimeout leave (the daemon's rule). */
+static void expire_external(struct node *n, uint64_t now)
+{
+	uint32_t now_s = (uint32_t)(now / 1000);
+
+	for (unsigned i = 0; i < n->w->n; i++) {
+		uint32_t cursor = 0, h;
+
+		if (!n->ext[i])
+			continue;
+		while ((h = flow_table_next(n->ext[i], &cursor)) != 0)
+			if (now_s - flow_table_updated(n->ext[i], h) > n->w->cache_timeout_s) {
+				flow_table_delete(n->ext[i], h);
+				n->w->expired++;
+			}
+	}
+	n->next_expire = now + 1000;
+}
+
 void node_iterate(struct node *n, uint64_t now)
 {
+	uint64_t d;
+
+	if (n->w->cache_timeout_s && now >= n->next_expire)
+		expire_external(n, now);
 	ftfw_tick(n->e, now);
 	ftfw_send(n->e, now, n->budget);
 	flush(n, now);
-	n->wake = ftfw_send_ready(n->e) ? now + 1 : ftfw_next_deadline(n->e);
+	d = ftfw_next_deadline(n->e);
+	if (n->w->cache_timeout_s && n->next_expire < d)
+		d = n->next_expire;
+	n->wake = ftfw_send_ready(n->e) ? now + 1 : d;
 	n->dirty = false;
 }
 

@@ -9,7 +9,10 @@
  * starting daemon dumps it: dead flows waiting for their DEL's ACK are
  * gone) and the external tables.  A starting node asks for a resync
  * (StartupResync); a node that sees a peer restart flushes what it holds
- * from that peer and asks for a resync too.
+ * from that peer and asks for a resync too.  In ALARM (w->cache_timeout_s
+ * set) there is no resync: the refresh timers resend everything, and the
+ * node expires the external entries not refreshed for CacheTimeout, as
+ * the daemon's caches do.
  */
 #ifndef CTSYNCD_SIM_NODE_H
 #define CTSYNCD_SIM_NODE_H
@@ -52,6 +55,7 @@ struct node {
 	uint8_t *buf;                   /* the channel buffer: MTU - 28 */
 	size_t used, cap;
 	size_t budget;                  /* bytes per loop iteration */
+	uint64_t next_expire;           /* ALARM: the next sweep of the external tables */
 
 	/* counters */
 	uint64_t restarts, churn;
@@ -70,6 +74,8 @@ struct world {
 	 */
 	bool time_seq;
 	uint32_t clock_base;
+	uint32_t cache_timeout_s;       /* ALARM: CacheTimeout; 0 in the other modes */
+	uint64_t expired;               /* ALARM: external entries expired */
 	bool trace;                     /* SIM_TRACE=1: log daemon starts, stops, peer events */
 	bool no_roundtrip_check;        /* --bulk: trust the codec, time the engine */
 	bool failed;

@@ -23,6 +23,18 @@
  *        stops and peer events.
  *        sim --bulk STATES [--loss FRACTION] [-v]: one measured resync of
  *        STATES flows under loss (simulated time to converge, CPU cost).
+ *
+ * ALARM (--alarm, and seeds 1-200 after the FTFW seeds by default): the
+ * same worlds with Mode ALARM (RefreshTime 2-10 s, CacheTimeout from
+ * RefreshTime + 2 to four RefreshTimes).  There is no quiescence to wait
+ * for (refreshes never stop): the tables are compared a fixed time after
+ * the channel healed and the churn stopped, CacheTimeout + RefreshTime +
+ * 8 s, by which time every live flow has been refreshed without loss
+ * (a daemon restarted just before the healing is up 4 s after it at the
+ * latest), and every state whose DEL was lost, or whose owner restarted
+ * without it, has expired.  ALARM seeds cost more than FTFW ones (every
+ * flow is resent every few simulated seconds for up to a minute), hence
+ * fewer by default.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -43,6 +55,7 @@
 #define QUIET_MS        5000u           /* idle this long before comparing */
 #define SETTLE_MAX_MS   600000u         /* after healing, give up after this */
 #define RESTARTS_MAX    4
+#define ALARM_SEEDS     200             /* ALARM seeds of the default run */
 
 struct scenario {
 	unsigned nodes;
@@ -52,6 +65,7 @@ struct scenario {
 	uint32_t mtu;
 	struct ftfw_config cfg;
 	uint32_t initial_flows;
+	uint32_t cache_timeout_s;               /* ALARM */
 	uint32_t churn_ms;
 	uint32_t churn_gap_ms;                  /* mean time between churn events */
 	unsigned nrestarts;
@@ -67,7 +81,7 @@ struct result {
 	uint64_t messages, retransmitted, rto_rounds, restarts_seen, datagrams, flows;
 };
 
-static void draw_scenario(struct rng *r, uint64_t seed, struct scenario *sc)
+static void draw_scenario(struct rng *r, uint64_t seed, bool alarm, struct scenario *sc)
 {
 	memset(sc, 0, sizeof(*sc));
 	sc->nodes = seed % 4 == 0 ? 3 : 2;
@@ -103,6 +117,12 @@ static void draw_scenario(struct rng *r, uint64_t seed, struct scenario *sc)
 	 */
 	sc->cfg.resend_queue_size = rng_chance(r, 0.3) ? rng_range(r, 4, 64) : 0;
 	sc->cfg.ack_window = rng_chance(r, 0.3) ? rng_range(r, 1, 40) : 0;
+	if (alarm) {
+		sc->cfg.mode = FTFW_MODE_ALARM;
+		sc->cfg.refresh_time_s = rng_range(r, 2, 10);
+		sc->cfg.random_seed = rng_next(r);
+		sc->cache_timeout_s = rng_range(r, sc->cfg.refresh_time_s + 2, 4 * sc->cfg.refresh_time_s);
+	}
 
 	sc->nrestarts = rng_chance(r, 0.6) ? rng_range(r, 1, RESTARTS_MAX) : 0;
 	for (unsigned i = 0; i < sc->nrestarts; i++) {
@@ -135,7 +155,8 @@ static bool all_idle(const struct world *w)
 	return true;
 }
 
-static int run_seed(uint64_t seed, bool verbose, struct result *res, char *why, size_t why_len)
+static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res, char *why,
+		    size_t why_len)
 {
 	static struct world w;
 	struct scenario sc;
@@ -147,8 +168,9 @@ static int run_seed(uint64_t seed, bool verbose, struct result *res, char *why, 
 	memset(&w, 0, sizeof(w));
 	memset(res, 0, sizeof(*res));
 	rng_seed(&w.rng, seed);
-	draw_scenario(&w.rng, seed, &sc);
+	draw_scenario(&w.rng, seed, alarm, &sc);
 	w.n = sc.nodes;
+	w.cache_timeout_s = sc.cache_timeout_s;
 	w.enc_opts = sc.cfg.enc_opts;
 	w.time_seq = sc.time_seq;
 	w.trace = getenv("SIM_TRACE") != NULL;
@@ -235,7 +257,12 @@ static int run_seed(uint64_t seed, bool verbose, struct result *res, char *why, 
 			if (n->up && (n->dirty || w.now >= n->wake))
 				node_iterate(n, w.now);
 		}
-		if (healed) {
+		if (healed && alarm) {
+			if (w.now >= heal_at + (uint64_t)(sc.cache_timeout_s + sc.cfg.refresh_time_s + 8) * 1000) {
+				quiet_since = w.now;
+				done = true;
+			}
+		} else if (healed) {
 			if (all_idle(&w)) {
 				if (!quiet_since)
 					quiet_since = w.now;
@@ -272,7 +299,7 @@ static int run_seed(uint64_t seed, bool verbose, struct result *res, char *why, 
 	if (verbose)
 		printf("seed %llu: %u nodes%s, loss %.2f dup %.2f reorder %.2f trunc %.3f%s mtu %u rqs %u "
 		       "window %u churners 0x%x restarts %u | flows %llu dgrams %llu msgs %llu "
-		       "retrans %llu rto %llu restarts-seen %llu converged %llu ms%s%s\n",
+		       "retrans %llu rto %llu restarts-seen %llu converged %llu ms%s%s%s\n",
 		       (unsigned long long)seed, sc.nodes, sc.time_seq ? " (time seqs)" : "", sc.faults.loss, sc.faults.dup,
 		       sc.faults.reorder, sc.faults.truncate,
 		       sc.faults.blackout_to ? " partition" : "", sc.mtu, sc.cfg.resend_queue_size,
@@ -280,8 +307,9 @@ static int run_seed(uint64_t seed, bool verbose, struct result *res, char *why, 
 		       (unsigned long long)res->flows, (unsigned long long)res->datagrams,
 		       (unsigned long long)res->messages, (unsigned long long)res->retransmitted,
 		       (unsigned long long)res->rto_rounds, (unsigned long long)res->restarts_seen,
-		       (unsigned long long)res->converge_ms, w.failed ? " FAIL: " : "",
-		       w.failed ? w.why : "");
+		       (unsigned long long)res->converge_ms,
+		       alarm ? " (ALARM: compared at a fixed time)" : "",
+		       w.failed ? " FAIL: " : "", w.failed ? w.why : "");
 	if (w.failed)
 		snprintf(why, why_len, "%s", w.why);
 	for (unsigned i = 0; i < w.n; i++)
@@ -428,7 +456,7 @@ static int parse_range(const char *s, uint64_t *lo, uint64_t *hi)
 }
 
 /* Run seeds lo..hi stepping by `step` from `first`; print failures; return the count. */
-static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool verbose,
+static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool alarm, bool verbose,
 			  const char *argv0, struct result *sum, uint64_t *max_converge)
 {
 	unsigned failed = 0;
@@ -437,10 +465,11 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool verbo
 		struct result r;
 		char why[512];
 
-		if (run_seed(seed, verbose, &r, why, sizeof(why)) < 0) {
+		if (run_seed(seed, alarm, verbose, &r, why, sizeof(why)) < 0) {
 			failed++;
-			printf("FAIL seed %llu: %s\n  reproduce: %s --seeds %llu -v\n",
-			       (unsigned long long)seed, why, argv0, (unsigned long long)seed);
+			printf("FAIL %sseed %llu: %s\n  reproduce: %s%s --seeds %llu -v\n",
+			       alarm ? "ALARM " : "", (unsigned long long)seed, why, argv0,
+			       alarm ? " --alarm" : "", (unsigned long long)seed);
 			fflush(stdout);
 		}
 		sum->messages += r.messages;
@@ -455,49 +484,20 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool verbo
 	return failed;
 }
 
-int main(int argc, char **argv)
+/* Run seeds lo..hi of one mode over `jobs` processes; print the summary; return the failures. */
+static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, bool alarm, bool verbose,
+			  const char *argv0)
 {
-	const char *seeds = getenv("SIM_SEEDS");
-	uint64_t lo = 1, hi = 1000, max_converge = 0;
-	unsigned jobs = 2, failed = 0;
-	bool verbose = false;
-	long bulk = -1;
-	double loss = 0;
+	uint64_t max_converge = 0;
 	struct result sum = { 0 };
 	struct timespec t0, t1;
-	long n;
+	unsigned failed = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-			seeds = argv[++i];
-		} else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
-			jobs = (unsigned)atoi(argv[++i]);
-		} else if (!strcmp(argv[i], "-v")) {
-			verbose = true;
-		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
-			bulk = atol(argv[++i]);
-		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
-			loss = atof(argv[++i]);
-		} else {
-			fprintf(stderr, "usage: %s [--seeds A-B|N] [--jobs N] [-v]\n"
-				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
-			return 2;
-		}
-	}
-	if (bulk >= 0)
-		return run_bulk((uint32_t)bulk, loss, verbose);
-	if (seeds && parse_range(seeds, &lo, &hi) < 0) {
-		fprintf(stderr, "sim: bad seed range '%s'\n", seeds);
-		return 2;
-	}
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	if (jobs == 0 || (n > 0 && jobs > (unsigned)n))
-		jobs = n > 0 ? (unsigned)n : 1;
 	if (jobs > hi - lo + 1)
 		jobs = (unsigned)(hi - lo + 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (jobs <= 1 || verbose) {
-		failed = run_range(lo, hi, 1, verbose, argv[0], &sum, &max_converge);
+		failed = run_range(lo, hi, 1, alarm, verbose, argv0, &sum, &max_converge);
 	} else {
 		/* Seeds are independent: split them round-robin over worker processes. */
 		pid_t pids[64];
@@ -509,10 +509,11 @@ int main(int argc, char **argv)
 			pids[j] = fork();
 			if (pids[j] < 0) {
 				perror("sim: fork");
-				return 2;
+				exit(2);
 			}
 			if (pids[j] == 0) {
-				unsigned f = run_range(lo + j, hi, jobs, false, argv[0], &sum, &max_converge);
+				unsigned f = run_range(lo + j, hi, jobs, alarm, false, argv0, &sum,
+						       &max_converge);
 
 				fflush(stdout);
 				_exit(f > 250 ? 250 : (int)f);
@@ -530,7 +531,7 @@ int main(int argc, char **argv)
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("sim: seeds %llu-%llu: %llu run, %u failed, %.1f s",
+	printf("sim: %s seeds %llu-%llu: %llu run, %u failed, %.1f s", alarm ? "ALARM" : "FTFW",
 	       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)(hi - lo + 1),
 	       failed, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (jobs <= 1 || verbose)
@@ -541,5 +542,55 @@ int main(int argc, char **argv)
 		       (unsigned long long)(sum.converge_ms / (hi - lo + 1)),
 		       (unsigned long long)max_converge);
 	printf("\n");
+	return failed;
+}
+
+int main(int argc, char **argv)
+{
+	const char *seeds = getenv("SIM_SEEDS");
+	uint64_t lo = 1, hi = 1000;
+	unsigned jobs = 2, failed = 0;
+	bool verbose = false, alarm = false;
+	long bulk = -1;
+	double loss = 0;
+	long n;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+			seeds = argv[++i];
+		} else if (!strcmp(argv[i], "--jobs") && i + 1 < argc) {
+			jobs = (unsigned)atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "-v")) {
+			verbose = true;
+		} else if (!strcmp(argv[i], "--alarm")) {
+			alarm = true;
+		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
+			bulk = atol(argv[++i]);
+		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
+			loss = atof(argv[++i]);
+		} else {
+			fprintf(stderr, "usage: %s [--alarm] [--seeds A-B|N] [--jobs N] [-v]\n"
+				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
+			return 2;
+		}
+	}
+	if (bulk >= 0)
+		return run_bulk((uint32_t)bulk, loss, verbose);
+	if (seeds && parse_range(seeds, &lo, &hi) < 0) {
+		fprintf(stderr, "sim: bad seed range '%s'\n", seeds);
+		return 2;
+	}
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (jobs == 0 || (n > 0 && jobs > (unsigned)n))
+		jobs = n > 0 ? (unsigned)n : 1;
+	if (alarm) {
+		if (!seeds)
+			hi = ALARM_SEEDS;
+		return run_seeds(lo, hi, jobs, true, verbose, argv[0]) ? 1 : 0;
+	}
+	failed = run_seeds(lo, hi, jobs, false, verbose, argv[0]);
+	/* The default run (make check) covers ALARM too. */
+	if (!seeds)
+		failed += run_seeds(1, ALARM_SEEDS, jobs, true, verbose, argv[0]);
 	return failed ? 1 : 0;
 }

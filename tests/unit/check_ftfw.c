@@ -3,7 +3,8 @@
  * (§2 and the negative-conformance table of §11 step 7 of
  * shared/reference/conntrackd-1.4.7-facts.md), and what ctsyncd adds:
  * RTO, flow control, sequence tracking during HELLO, per-peer state,
- * re-queueing on a peer's restart, paced bulk sends; and NOTRACK.
+ * re-queueing on a peer's restart, paced bulk sends; NOTRACK; and ALARM
+ * (§3): refresh timers, flag-less data only, nothing but data sent.
  *
  * The engine runs against a harness that plays the peer: it feeds
  * hand-built messages through the real splitter and records every message
@@ -1502,6 +1503,325 @@ START_TEST(notrack_sends_once_without_hello_and_never_acks)
 }
 END_TEST
 
+/* ---- ALARM (§3) ------------------------------------------------------------------------------ */
+
+#define ALARM_REFRESH_S 5u
+
+static uint32_t fixed_random;
+
+static uint32_t h_random(void *arg)
+{
+	(void)arg;
+	return fixed_random;
+}
+
+/* ALARM over the harness; with_random: the intervals come from fixed_random. */
+static void alarm_setup(uint32_t refresh_s, bool with_random)
+{
+	struct flow_table_options o = { .buckets = 256, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+	struct ftfw_config c = default_cfg();
+	static struct ftfw_ops ops;
+
+	ops = h_ops;
+	ops.random = with_random ? h_random : NULL;
+	c.mode = FTFW_MODE_ALARM;
+	c.refresh_time_s = refresh_s;
+	c.random_seed = 42;
+	memset(&H, 0, sizeof(H));
+	H.delete_dead = true;
+	H.now = 100000;
+	ck_assert_int_eq(flow_table_new(&o, &H.t), 0);
+	ck_assert_int_eq(ftfw_new(&c, &ops, &H, H.t, 1000, H.now, &H.e), 0);
+}
+
+/* As the daemon's loop does: at every deadline up to `to`, tick and send. */
+static void alarm_run_until(uint64_t to)
+{
+	for (;;) {
+		uint64_t d = ftfw_next_deadline(H.e);
+
+		if (d > to)
+			break;
+		REQUIRE(d >= H.now || d + ALARM_TICK_MS > H.now, "deadline %llu in the past (now %llu)",
+			(unsigned long long)d, (unsigned long long)H.now);
+		if (d > H.now)
+			H.now = d;
+		ftfw_tick(H.e, H.now);
+		h_send();
+	}
+	H.now = to;
+	ftfw_tick(H.e, H.now);
+	h_send();
+}
+
+/* Every message so far: data, flags 0, consecutive sequence numbers from 1000. */
+static void expect_only_plain_data(void)
+{
+	for (size_t i = 0; i < H.nout; i++) {
+		REQUIRE(H.out[i].kind == WIRE_K_DATA, "message %zu is not data (kind %s, flags 0x%02x)",
+			i, wire_kind_name(H.out[i].kind), H.out[i].hdr.flags);
+		EXPECT_EQ("flags", 0, H.out[i].hdr.flags);
+		REQUIRE(H.out[i].hdr.type <= WIRE_T_CT_DEL, "type %u", H.out[i].hdr.type);
+		EXPECT_EQ("sequence number", 1000 + i, H.out[i].hdr.seq);
+	}
+}
+
+START_TEST(alarm_refresh_intervals_stay_within_bounds)
+{
+	enum { FLOWS = 40 };
+	uint64_t last[FLOWS + 1] = { 0 }, min_seen = UINT64_MAX, max_seen = 0;
+	uint64_t lo = 1200, hi = ALARM_REFRESH_S * 1000u + 1000u;
+	unsigned intervals = 0;
+
+	alarm_setup(ALARM_REFRESH_S, false);
+	for (uint32_t i = 1; i <= FLOWS; i++)
+		put_flow(i, i);
+	h_send();
+	EXPECT_EQ("the new flows go out at once", FLOWS, H.nout);
+	for (size_t i = 0; i < H.nout; i++)
+		last[out_key(&H.out[i]) & 0xffff] = H.out[i].at;
+	for (size_t from = H.nout; H.now < 100000 + 120000; from = H.nout) {
+		alarm_run_until(H.now + 50);
+		for (size_t i = from; i < H.nout; i++) {
+			uint32_t k = out_key(&H.out[i]) & 0xffff;
+			uint64_t d = H.out[i].at - last[k];
+
+			EXPECT_EQ("type of a refresh of a never-updated flow", WIRE_T_CT_NEW, H.out[i].hdr.type);
+			/* due on a multiple of the wheel's tick: up to one tick late */
+			REQUIRE(d >= lo && d < hi + ALARM_TICK_MS,
+				"flow %u refreshed after %llu ms, not in [%llu, %llu]", k,
+				(unsigned long long)d, (unsigned long long)lo,
+				(unsigned long long)hi + ALARM_TICK_MS);
+			min_seen = d < min_seen ? d : min_seen;
+			max_seen = d > max_seen ? d : max_seen;
+			last[k] = H.out[i].at;
+			intervals++;
+		}
+	}
+	/* (5 s + 1 s) / 2 on average: about 40 * 120 / 3.6 refreshes */
+	REQUIRE(intervals > 1000, "only %u refreshes in two minutes", intervals);
+	REQUIRE(min_seen < lo + 400 && max_seen > hi - 400,
+		"the intervals do not spread over the range: %llu..%llu ms",
+		(unsigned long long)min_seen, (unsigned long long)max_seen);
+	EXPECT_EQ("refreshes counted", intervals, stats().refreshes);
+	EXPECT_EQ("timers", FLOWS, stats().refresh_timers);
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_interval_comes_from_the_injected_random)
+{
+	alarm_setup(ALARM_REFRESH_S, true);
+	/* 7 % 5 + 1 = 3 s, plus (7 % 5 + 1) * 200 = 600 ms */
+	fixed_random = 7;
+	put_flow(1, 1);
+	h_send();
+	alarm_run_until(H.now + 3599);
+	EXPECT_EQ("not before 3.6 s", 1, H.nout);
+	alarm_run_until(H.now + 1);
+	EXPECT_EQ("refreshed at 3.6 s", 2, H.nout);
+	EXPECT_EQ("at", 100000 + 3600, H.out[1].at);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_update_is_sent_at_once_and_rearms_the_timer)
+{
+	uint32_t h;
+
+	alarm_setup(ALARM_REFRESH_S, true);
+	fixed_random = 0;               /* 1 s + 200 ms: the shortest interval */
+	h = put_flow(1, 1);
+	h_send();
+	alarm_run_until(H.now + 1000);
+	EXPECT_EQ("nothing due yet", 1, H.nout);
+	put_flow(1, 2);
+	EXPECT_EQ("still the same handle", h, flow_table_lookup(H.t, &flow_table_flow(H.t, h)->orig));
+	h_send();
+	EXPECT_EQ("the update goes out at once", 2, H.nout);
+	EXPECT_EQ("as CT_UPD", WIRE_T_CT_UPD, H.out[1].hdr.type);
+	EXPECT_EQ("with the new state", 2, out_mark(&H.out[1]));
+	/* The old timer would have fired 1.2 s after the first message: it was re-armed. */
+	alarm_run_until(100000 + 1000 + 1199);
+	EXPECT_EQ("no refresh on the old timer", 2, H.nout);
+	alarm_run_until(100000 + 1000 + 1200);
+	EXPECT_EQ("refresh 1.2 s after the update", 3, H.nout);
+	EXPECT_EQ("type", WIRE_T_CT_UPD, H.out[2].hdr.type);
+	EXPECT_EQ("current state", 2, out_mark(&H.out[2]));
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_del_is_sent_once_then_handed_to_the_owner)
+{
+	uint32_t h, h2;
+
+	alarm_setup(ALARM_REFRESH_S, false);
+	h = put_flow(1, 1);
+	h2 = put_flow(2, 1);
+	h_send();
+	alarm_run_until(H.now + 700);
+	kill_flow(h);
+	h_send();
+	EXPECT_EQ("DEL", WIRE_T_CT_DEL, H.out[H.nout - 1].hdr.type);
+	EXPECT_EQ("dead_acked once sent", 1, H.ndead);
+	EXPECT_EQ("for the flow", h, H.dead[0]);
+	EXPECT_EQ("deleted by the owner", 1, flow_table_count(H.t));
+	EXPECT_EQ("one timer left", 1, stats().refresh_timers);
+	alarm_run_until(H.now + 60000);
+	for (size_t i = 3; i < H.nout; i++)
+		EXPECT_EQ("only the live flow is refreshed", 2, out_key(&H.out[i]) & 0xffff);
+	REQUIRE(H.nout > 10, "the live flow was refreshed (%zu messages)", H.nout);
+	EXPECT_EQ("dead_acked", 1, H.ndead);
+	(void)h2;
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_receiver_takes_data_iff_flags_are_zero)
+{
+	uint8_t buf[WIRE_CT_MAX_LEN];
+	size_t n;
+
+	alarm_setup(ALARM_REFRESH_S, false);
+	put_flow(1, 1);
+	feed_data(WIRE_F_HELLO, 500, 1, 1);
+	feed_data(WIRE_F_HELLO_BACK, 501, 2, 1);
+	feed_ctl(WIRE_F_ACK, 502, 990, 1010);
+	feed_ctl(WIRE_F_NACK, 503, 990, 1010);
+	feed_ctl(WIRE_F_RESYNC, 504, 0, 0);
+	feed_ctl(WIRE_F_ALIVE, 505, 0, 0);
+	EXPECT_EQ("nothing applied", 0, H.napplied);
+	EXPECT_EQ("flagged messages counted", 6, stats().flagged_ignored);
+	EXPECT_EQ("the RESYNC started no bulk", false, stats().bulk_running);
+	feed_data(0, 506, 3, 7);
+	n = data_msg(buf, WIRE_T_CT_DEL, 0, 507, 3, 7);
+	h_feed(buf, n);
+	EXPECT_EQ("NEW and DEL applied", 2, H.napplied);
+	EXPECT_EQ("NEW", WIRE_T_CT_NEW, H.applied[0].type);
+	EXPECT_EQ("DEL", WIRE_T_CT_DEL, H.applied[1].type);
+	EXPECT_EQ("mark", 7, H.applied[0].f.flow.mark);
+	/* Type 6 without flags is data to ALARM: a bad type, not a malformed header (§1.3). */
+	buf[0] = (uint8_t)((WIRE_VERSION << 4) | 6);
+	h_feed(buf, n);
+	EXPECT_EQ("bad type", 1, stats().malformed[WIRE_R_BAD_TYPE]);
+	EXPECT_EQ("not a malformed header", 0, stats().malformed[WIRE_R_BAD_HEADER]);
+	EXPECT_EQ("not applied", 2, H.napplied);
+	/* Nothing answers the peer: only our flow's NEW goes out. */
+	h_send();
+	alarm_run_until(H.now + 500);
+	EXPECT_EQ("emitted", 1, H.nout);
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_never_sends_hello_ack_alive_or_resync)
+{
+	alarm_setup(2, false);
+	for (uint32_t i = 1; i <= 5; i++)
+		put_flow(i, i);
+	ftfw_request_resync(H.e);
+	ftfw_bulk(H.e);
+	h_send();
+	for (uint32_t s = 0; s < 50; s++)
+		feed_data(0, 7000 + 2 * s, 100 + s, 1);   /* with gaps: FTFW would NACK */
+	alarm_run_until(H.now + 30000);
+	REQUIRE(H.nout > 5 * 30 / 3, "refreshes go on (%zu messages)", H.nout);
+	EXPECT_EQ("ALIVE", 0, stats().alive_sent);
+	EXPECT_EQ("ACK", 0, stats().ack_sent);
+	EXPECT_EQ("NACK", 0, stats().nack_sent);
+	EXPECT_EQ("RESYNC", 0, stats().resync_sent);
+	EXPECT_EQ("lost counted for the statistics", 49, stats().seq_lost);
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_flows_loaded_without_a_change_are_refreshed)
+{
+	struct flow_table_options o = { .buckets = 256, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+	struct ftfw_config c = default_cfg();
+	struct flow_full ff;
+	uint32_t h;
+
+	/* Two flows already in the table when the engine starts (the start-up dump). */
+	memset(&H, 0, sizeof(H));
+	H.delete_dead = true;
+	H.now = 100000;
+	ck_assert_int_eq(flow_table_new(&o, &H.t), 0);
+	make_flow(&ff, 1, 1);
+	flow_table_upsert(H.t, &ff, 0, &h);
+	make_flow(&ff, 2, 1);
+	flow_table_upsert(H.t, &ff, 0, &h);
+	c.mode = FTFW_MODE_ALARM;
+	c.refresh_time_s = 3;
+	ck_assert_int_eq(ftfw_new(&c, &h_ops, &H, H.t, 1000, H.now, &H.e), 0);
+	EXPECT_EQ("armed at creation", 2, stats().refresh_timers);
+	/* One more inserted quietly later (-R). */
+	make_flow(&ff, 3, 1);
+	flow_table_upsert(H.t, &ff, 0, &h);
+	ck_assert_int_eq(ftfw_flow_loaded(H.e, h), 0);
+	ck_assert_int_eq(ftfw_flow_loaded(H.e, h), 0);          /* twice: one timer */
+	EXPECT_EQ("armed when loaded", 3, stats().refresh_timers);
+	h_send();
+	EXPECT_EQ("nothing sent at once", 0, H.nout);
+	alarm_run_until(H.now + 4000 + ALARM_TICK_MS);
+	for (uint32_t k = 1; k <= 3; k++) {
+		bool seen = false;
+
+		for (size_t i = 0; i < H.nout; i++)
+			seen = seen || (out_key(&H.out[i]) & 0xffff) == k;
+		REQUIRE(seen, "flow %u not refreshed within RefreshTime + 1 s", k);
+	}
+	ck_assert_int_eq(ftfw_flow_loaded(H.e, 12345), -ENOENT);
+	expect_only_plain_data();
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_long_refresh_time_wraps_the_wheel_without_firing_early)
+{
+	uint64_t start;
+
+	alarm_setup(100000, true);
+	/* 9000 % 100000 + 1 = 9001 s, + 200 ms: beyond one turn of the capped wheel */
+	fixed_random = 9000;
+	put_flow(1, 1);
+	h_send();
+	start = H.now;
+	alarm_run_until(start + 9001200 - 1);
+	EXPECT_EQ("not before its time", 1, H.nout);
+	alarm_run_until(start + 9001200);
+	EXPECT_EQ("at its time", 2, H.nout);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(alarm_forget_takes_the_flow_off_the_wheel)
+{
+	uint32_t h;
+
+	alarm_setup(ALARM_REFRESH_S, false);
+	h = put_flow(1, 1);
+	put_flow(2, 1);
+	h_send();
+	ftfw_flow_forget(H.e, h);
+	ck_assert_int_eq(flow_table_delete(H.t, h), 0);
+	EXPECT_EQ("one timer left", 1, stats().refresh_timers);
+	alarm_run_until(H.now + 20000);
+	for (size_t i = 2; i < H.nout; i++)
+		EXPECT_EQ("only flow 2", 2, out_key(&H.out[i]) & 0xffff);
+	ftfw_forget_all(H.e);
+	EXPECT_EQ("no timer left", 0, stats().refresh_timers);
+	EXPECT_EQ("no deadline", UINT64_MAX, ftfw_next_deadline(H.e));
+	h_teardown();
+}
+END_TEST
+
 /* ---- misuse --------------------------------------------------------------------------------- */
 
 START_TEST(rejects_bad_arguments)
@@ -1535,6 +1855,7 @@ static Suite *ftfw_suite(void)
 	TCase *win = tcase_create("ack_window");
 	TCase *snd = tcase_create("sender");
 	TCase *multi = tcase_create("peers");
+	TCase *alarm;
 	TCase *misc = tcase_create("misc");
 
 	tcase_add_test(conf, hello_is_acked_with_hello_back);
@@ -1592,6 +1913,18 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(misc, notrack_sends_once_without_hello_and_never_acks);
 	tcase_add_test(misc, rejects_bad_arguments);
 	suite_add_tcase(s, misc);
+
+	alarm = tcase_create("alarm");
+	tcase_add_test(alarm, alarm_refresh_intervals_stay_within_bounds);
+	tcase_add_test(alarm, alarm_interval_comes_from_the_injected_random);
+	tcase_add_test(alarm, alarm_update_is_sent_at_once_and_rearms_the_timer);
+	tcase_add_test(alarm, alarm_del_is_sent_once_then_handed_to_the_owner);
+	tcase_add_test(alarm, alarm_receiver_takes_data_iff_flags_are_zero);
+	tcase_add_test(alarm, alarm_never_sends_hello_ack_alive_or_resync);
+	tcase_add_test(alarm, alarm_flows_loaded_without_a_change_are_refreshed);
+	tcase_add_test(alarm, alarm_long_refresh_time_wraps_the_wheel_without_firing_early);
+	tcase_add_test(alarm, alarm_forget_takes_the_flow_off_the_wheel);
+	suite_add_tcase(s, alarm);
 	return s;
 }
 
