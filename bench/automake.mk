@@ -5,7 +5,7 @@ noinst_PROGRAMS = bench/ctload
 bench_ctload_SOURCES = bench/ctload.c bench/ctload.h bench/ctload-ct.c bench/ctload-listen.c
 bench_ctload_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
 bench_ctload_LDADD = $(LIBMNL_LIBS)
-EXTRA_DIST += bench/README.md
+EXTRA_DIST += bench/README.md bench/compare.sh bench/compare-report.py
 
 # Needs root: it creates its own network namespace.
 TESTS += tests/integration/ctload.sh
