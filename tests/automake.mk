@@ -26,6 +26,8 @@ TESTS += tests/integration/replication.sh
 TESTS += tests/integration/hotstandby.sh
 EXTRA_DIST += tests/integration/hotstandby.sh
 TESTS += tests/integration/loss.sh
+TESTS += tests/integration/redundant.sh
+EXTRA_DIST += tests/integration/redundant.sh
 EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 
