@@ -90,7 +90,8 @@ backup)
 	#    it; a lock file left by a crash is taken over, with a warning.
 	if ! "$bin" -C "$conf" -s >/dev/null 2>&1; then
 		say err "ctsyncd is not answering on its control socket; starting it"
-		if ! "$bin" -C "$conf" -d; then
+		# (without the hook's lock on fd 9: the daemon would hold it forever)
+		if ! "$bin" -C "$conf" -d 9>&-; then
 			say err "cannot start ctsyncd with $conf"
 			exit 1
 		fi

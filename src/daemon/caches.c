@@ -90,6 +90,7 @@ struct caches {
 	uint64_t load_started_ms;
 	struct waiters load_waiters;
 	bool resync_again;                /* another overrun during the resync */
+	uint64_t load_filtered;           /* dumped states the Filter left out */
 
 	/* the commit in progress */
 	bool committing;
@@ -349,8 +350,10 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 
 	uint32_t handle;
 
-	if (!flow_filter_pass_full(c->filter, ff))
+	if (!flow_filter_pass_full(c->filter, ff)) {
+		c->load_filtered++;
 		return;
+	}
 	handle = flow_table_lookup(c->internal, &ff->flow.orig);
 	if (handle && load_marked(c, handle, LOAD_TOUCHED)) {
 		/* An event already told us of a change at least as new as this copy. */
@@ -428,12 +431,16 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 		const char *what = kind == LOAD_STARTUP ? "loaded" : kind == LOAD_REDUMP ? "re-read" :
 				   "resynchronised";
 
-		log_notice("kernel table %s: %llu states in %llu ms, %llu vanished states removed%s", what,
-			   (unsigned long long)st->flows, (unsigned long long)ms,
+		uint64_t kept = st->flows - (c->load_filtered < st->flows ? c->load_filtered : st->flows);
+
+		log_notice("kernel table %s: %llu states in %llu ms (%llu left out by the Filter), "
+			   "%llu vanished states removed%s", what, (unsigned long long)kept,
+			   (unsigned long long)ms, (unsigned long long)(st->flows - kept),
 			   (unsigned long long)swept, err == -EINTR ? " (the table changed during the dump)" : "");
 		finish_all(&c->load_waiters, CTL_STATUS_OK,
-			   "kernel table re-read: %llu states in %llu ms, %llu vanished states removed",
-			   (unsigned long long)st->flows, (unsigned long long)ms, (unsigned long long)swept);
+			   "kernel table re-read: %llu states in %llu ms (%llu left out by the Filter), "
+			   "%llu vanished states removed", (unsigned long long)kept, (unsigned long long)ms,
+			   (unsigned long long)(st->flows - kept), (unsigned long long)swept);
 	}
 	if (c->resync_again || err == -EINTR) {
 		c->resync_again = false;
@@ -447,6 +454,7 @@ static void start_load(struct caches *c, enum load_kind kind)
 	int err = 0;
 
 	c->load = kind;
+	c->load_filtered = 0;
 	c->load_started_ms = loop_now_ms(c->loop);
 	if (kind == LOAD_RESYNC)
 		c->n.resyncs++;

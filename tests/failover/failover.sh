@@ -131,6 +131,10 @@ t1=$(fo_now)
 back=$(wait_vip 1 "$t1")
 fo_mark hot
 check "failback: fw1 takes the addresses back ($back ms after it had the states)" test "$back" != none
+check "failback: fw1's primary hook ran every step (commit, flush, reload, bulk send)" \
+	wait_until 10 bash -c "(( \$(grep -c ' primary \[info\] send every state' '$WORK/fw1.hook.log') >= 2 ))"
+check "failback: fw1 no longer writes what it receives into its kernel (it is the primary)" \
+	wait_until 5 bash -c "'$CTSYNCD' -C '$WORK/fw1.conf' -s cache --json | python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[\"hot_standby\"][\"mirroring\"])'"
 check "failback: fw2 becomes the backup again and schedules its purge" \
 	wait_until 10 bash -c "(( \$(grep -c ' backup \[info\] schedule the purge' '$WORK/fw2.hook.log') >= 2 ))"
 sleep 4   # fw2's purge (PurgeTimeout 3) has run
