@@ -219,15 +219,5 @@ void ftfw_alarm_receive(struct ftfw *e, unsigned peer, struct ftfw_peer *p, cons
 		e->st.malformed[WIRE_R_BAD_TYPE]++;
 	else
 		ftfw_rx_data(e, peer, m);
-	if (p->init && seq_before(seq, p->last_seq + 1)) {
-		p->seq_before++;
-		e->st.seq_before++;
-		return;
-	}
-	if (p->init && seq != p->last_seq + 1) {
-		p->seq_lost += seq - p->last_seq - 1;
-		e->st.seq_lost += seq - p->last_seq - 1;
-	}
-	p->init = true;
-	p->last_seq = seq;
+	ftfw_rx_seq_stats(e, p, seq);
 }

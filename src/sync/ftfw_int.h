@@ -206,6 +206,8 @@ void ftfw_alarm_receive(struct ftfw *e, unsigned peer, struct ftfw_peer *p, cons
 /* ---- rx.c ---- */
 /* Decode a data message and hand it to ops->apply or ops->apply_exp. */
 void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m);
+/* NOTRACK and ALARM: follow a peer's sequence numbers for the statistics only. */
+void ftfw_rx_seq_stats(struct ftfw *e, struct ftfw_peer *p, uint32_t seq);
 void ftfw_rx_tick(struct ftfw *e, uint64_t now);
 uint64_t ftfw_rx_deadline(const struct ftfw *e);
 

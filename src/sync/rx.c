@@ -440,15 +440,8 @@ static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 	return false;
 }
 
-/* §3: NOTRACK tracks sequence numbers for the statistics only, and accepts everything. */
-static void rx_notrack(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m)
+void ftfw_rx_seq_stats(struct ftfw *e, struct ftfw_peer *p, uint32_t seq)
 {
-	uint32_t seq = m->hdr.seq;
-
-	if (!digest(e, peer, m)) {
-		e->st.malformed[WIRE_R_BAD_HEADER]++;
-		return;
-	}
 	if (p->init && seq_before(seq, p->last_seq + 1)) {
 		p->seq_before++;
 		e->st.seq_before++;
@@ -460,6 +453,18 @@ static void rx_notrack(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const
 	}
 	p->init = true;
 	p->last_seq = seq;
+}
+
+/* §3: NOTRACK tracks sequence numbers for the statistics only, and accepts everything. */
+static void rx_notrack(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m)
+{
+	uint32_t seq = m->hdr.seq;
+
+	if (!digest(e, peer, m)) {
+		e->st.malformed[WIRE_R_BAD_HEADER]++;
+		return;
+	}
+	ftfw_rx_seq_stats(e, p, seq);
 }
 
 int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64_t now)

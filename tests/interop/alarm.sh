@@ -35,20 +35,6 @@ ext_count() {
 	if [[ $1 == A ]]; then old -e; else ctl B -e 2>/dev/null; fi | grep -c -- "$2" || true
 }
 ext_is() { [[ $(ext_count "$1" "$2") -eq $3 ]]; }
-loss() {   # loss on|off: 20 % of sync datagrams dropped, both ways
-	local ns
-	for ns in "$NS_A" "$NS_B"; do
-		if [[ $1 == on ]]; then
-			ip netns exec "$ns" nft -f - <<'NFT'
-table inet ctsyncd_loss {
-	chain out { type filter hook output priority 0; udp dport 3780 numgen random mod 100 < 20 drop; }
-}
-NFT
-		else
-			ip netns exec "$ns" nft delete table inet ctsyncd_loss
-		fi
-	done
-}
 # make_states SIDE NET COUNT: COUNT established TCP states NET.0.x -> NET.1.1 in SIDE's kernel
 make_states() {
 	local i
@@ -107,12 +93,12 @@ out=$(ctl B -B 2>&1); rc=$?
 check "-B in ALARM: not available, exit 1 ($rc: $out)" bash -c "[[ $rc -eq 1 ]] && grep -q 'not available' <<<\"\$1\"" _ "$out"
 
 # --- 20 % loss, each direction ----------------------------------------------------------------
-loss on
+pair_loss 20
 make_states A 10.63 150
 check "150 states from 1.4.7 all appear in ctsyncd under 20 % loss" seen_all B '10\.63\.' 150 30
 make_states B 10.64 150
 check "150 states from ctsyncd all appear in 1.4.7 under 20 % loss" seen_all A '10\.64\.' 150 30
-loss off
+pair_loss 0
 check "without loss, all of 1.4.7's states are there at once" wait_until 10 ext_is B 'src=10\.63\.' 150
 check "without loss, all of ctsyncd's states are there at once" wait_until 10 ext_is A 'src=10\.64\.' 150
 

@@ -18,20 +18,6 @@ pair_start A "$CONNTRACKD" || { fail "conntrackd 1.4.7 starts"; finish; }
 pair_start B || { fail "ctsyncd starts"; finish; }
 old() { ip netns exec "$NS_A" conntrackd -C "$WORK/A.conf" "$@" 2>/dev/null; }
 count_lines() { grep -c . || true; }
-loss() {   # loss on|off: 20 % of sync datagrams dropped, both ways
-	local ns
-	for ns in "$NS_A" "$NS_B"; do
-		if [[ $1 == on ]]; then
-			ip netns exec "$ns" nft -f - <<'NFT'
-table inet ctsyncd_loss {
-	chain out { type filter hook output priority 0; udp dport 3780 numgen random mod 100 < 20 drop; }
-}
-NFT
-		else
-			ip netns exec "$ns" nft delete table inet ctsyncd_loss
-		fi
-	done
-}
 
 # --- conntrackd 1.4.7 -> ctsyncd -------------------------------------------------
 ct_in A -I -s 10.0.0.1 -d 10.0.0.2 -p tcp --sport 1234 --dport 80 --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300 -m 7
@@ -79,14 +65,14 @@ check "1.4.7 commits ctsyncd's DNAT state" contains "$ka" 'src=10.1.0.3 dst=10.1
 if [[ -x $CTLOAD ]]; then
 	ct_in A -F >/dev/null; ct_in B -F >/dev/null; sleep 1
 	ctl B -f >/dev/null; old -f >/dev/null
-	loss on
+	pair_loss 20
 	ip netns exec "$NS_A" "$CTLOAD" create 1000 --timeout 600 --base-addr 198.18.50.1 >/dev/null
 	check "1000 states from 1.4.7 converge in ctsyncd under 20 % loss" \
 		wait_until 120 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.50) -eq 1000 ]]"
 	ip netns exec "$NS_B" "$CTLOAD" create 1000 --timeout 600 --base-addr 198.18.60.1 >/dev/null
 	check "1000 states from ctsyncd converge in 1.4.7 under 20 % loss" \
 		wait_until 120 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 1000 ]]"
-	loss off
+	pair_loss 0
 	ctl B -f external >/dev/null
 	ctl B -n >/dev/null
 	check "-n from ctsyncd: 1.4.7 sends its whole cache" \
