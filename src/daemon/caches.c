@@ -249,11 +249,15 @@ static bool load_marked(const struct caches *c, uint32_t handle, uint8_t bits)
 	return handle < c->nmarks && (c->marks[handle] & bits);
 }
 
-/* Store a NEW or UPDATE state of the kernel; tell the listener when asked. */
-static void store_local(struct caches *c, enum kernel_event ev, const struct flow_full *ff, bool notify)
+/*
+ * Store a NEW or UPDATE state of the kernel (`handle`: its entry, from the
+ * caller's lookup, or 0); tell the listener when asked.  Returns the entry,
+ * or 0 if the table refused it.
+ */
+static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct flow_full *ff, bool notify,
+			    uint32_t handle)
 {
 	const struct flow_full *in = ff;
-	uint32_t handle = flow_table_lookup(c->internal, &ff->flow.orig);
 	int rc;
 
 	if (ev == KERNEL_EV_UPDATE && handle &&
@@ -263,15 +267,14 @@ static void store_local(struct caches *c, enum kernel_event ev, const struct flo
 		in = &c->scratch;
 	}
 	rc = flow_table_upsert(c->internal, in, now_s(c), &handle);
-	if (rc < 0) {
-		return;   /* counted by the table (HashLimit, memory) */
-	}
+	if (rc < 0)
+		return 0;   /* counted by the table (HashLimit, memory) */
 	load_mark(c, handle, LOAD_SEEN);
 	if (!notify && (rc == FLOW_UPSERT_INSERTED || rc == FLOW_UPSERT_REVIVED) && c->listener.loaded)
 		c->listener.loaded(c->listener.arg, handle);
-	if (!notify || rc == FLOW_UPSERT_UNCHANGED)
-		return;
-	tell(c, handle, rc == FLOW_UPSERT_UPDATED ? KERNEL_EV_UPDATE : KERNEL_EV_NEW);
+	if (notify && rc != FLOW_UPSERT_UNCHANGED)
+		tell(c, handle, rc == FLOW_UPSERT_UPDATED ? KERNEL_EV_UPDATE : KERNEL_EV_NEW);
+	return handle;
 }
 
 static void drop_local(struct caches *c, uint32_t handle)
@@ -303,26 +306,26 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 		c->n.events_filtered++;
 		return;
 	}
+	handle = flow_table_lookup(c->internal, &ff->flow.orig);
 	switch (ev) {
 	case KERNEL_EV_NEW:
 		c->n.events_new++;
-		store_local(c, ev, ff, true);
+		handle = store_local(c, ev, ff, true, handle);
 		break;
 	case KERNEL_EV_UPDATE:
 		c->n.events_update++;
-		store_local(c, ev, ff, true);
+		handle = store_local(c, ev, ff, true, handle);
 		break;
 	case KERNEL_EV_DESTROY:
 		c->n.events_destroy++;
-		handle = flow_table_lookup(c->internal, &ff->flow.orig);
 		if (handle)
 			drop_local(c, handle);
 		else
 			c->n.events_unknown++;
 		break;
 	}
-	if (c->dump && (handle = flow_table_lookup(c->internal, &ff->flow.orig)) != 0)
-		load_mark(c, handle, LOAD_TOUCHED);
+	if (handle)
+		load_mark(c, handle, LOAD_TOUCHED);   /* only while a load runs */
 }
 
 static void start_load(struct caches *c, enum load_kind kind);
@@ -378,7 +381,7 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 			ff = &c->scratch;
 		}
 	}
-	store_local(c, KERNEL_EV_NEW, ff, c->load == LOAD_RESYNC);
+	store_local(c, KERNEL_EV_NEW, ff, c->load == LOAD_RESYNC, handle);
 }
 
 /* The deletions caches_forget_dead() put off until the end of the load. */
