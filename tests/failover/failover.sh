@@ -191,7 +191,9 @@ wait "$FO_CLIENT_PID"
 report lossy "$vip" "$(fo_invalid 2)"
 check "lossy: all $LONG long connections survived ($(fo_json lossy 'd["survived"]'))" \
 	test "$(fo_json lossy 'd["survived"]')" -eq "$LONG"
-check "lossy: fw2 dropped no packet as invalid ($(fo_invalid 2))" test "$(fo_invalid 2)" -eq 0
+# Not asserted: a state change still being retransmitted on the lossy link
+# at the crash (a short connection's, say) can reach fw2 too late.
+log "lossy: fw2 dropped $(fo_invalid 2) packets as invalid"
 j=$("$CTSYNCD" -C "$WORK/fw2.conf" -s network --json)
 check "lossy: fw2 saw the loss and asked for retransmissions" python3 -c '
 import json, sys
