@@ -137,8 +137,7 @@ static void put_labels(struct tlv_out *o, const struct flow_labels *l)
 
 static void put_synproxy(struct tlv_out *o, const struct flow_full *ff)
 {
-	static const uint32_t zeros[3];
-	const uint32_t *v = ff->flow.attrs & FLOW_A_SYNPROXY_EXT ? ff->ext.synproxy : zeros;
+	const uint32_t *v = ff->ext.synproxy;
 	uint8_t b[NTA_SYNPROXY_SIZE];
 
 	for (int i = 0; i < 3; i++) {
@@ -187,7 +186,17 @@ static int put_ct(struct tlv_out *o, const struct flow_full *ff, unsigned opts, 
 		*omit |= WIRE_OMIT_HELPER;
 	if (a & FLOW_A_LABELS)
 		put_labels(o, &ff->labels);
-	if (a & (FLOW_A_SYNPROXY | FLOW_A_SYNPROXY_EXT))
+	/*
+	 * Current kernels report a synproxy extension on every state, zeros
+	 * unless the SYNPROXY target set it up, and 1.4.7 sends those 16
+	 * bytes every time (a fifth of a TCP state's message).  The kernel
+	 * gives every state it creates from netlink a zeroed extension, and
+	 * the values of a live state never go back to zero, so leaving zeros
+	 * out changes nothing on either receiver: a NEW replaces what it
+	 * had, an UPD keeps it.  1.4.7 accepts a message without it, as it
+	 * must from kernels that have no synproxy.
+	 */
+	if (a & FLOW_A_SYNPROXY_EXT)
 		put_synproxy(o, ff);
 	if (a & FLOW_A_ZONE)
 		tlv_put_be16(o, NTA_ZONE, f->orig.zone);

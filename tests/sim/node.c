@@ -117,8 +117,13 @@ static void gen_flow(struct node *n, const struct flow_tuple *key, struct rng *r
 	}
 	if (f->orig.zone || rng_chance(r, 0.2))
 		f->attrs |= FLOW_A_ZONE;
-	if (rng_chance(r, 0.5))
-		f->attrs |= FLOW_A_SYNPROXY;
+	/* Zero synproxy values are not sent (ct_encode.c), so only values round-trip. */
+	if (rng_chance(r, 0.2)) {
+		for (int i = 0; i < 3; i++)
+			ff->ext.synproxy[i] = rng_u32(r);
+		ff->ext.synproxy[0] |= 1;
+		f->attrs |= FLOW_A_SYNPROXY | FLOW_A_SYNPROXY_EXT;
+	}
 	switch (f->orig.l4proto) {
 	case IPPROTO_TCP:
 		f->proto_state = (uint8_t)rng_range(r, 1, 9);
