@@ -121,6 +121,39 @@ struct flow_full {
 	struct flow_labels labels;
 };
 
+/* ---- expectations ------------------------------------------------------------- */
+
+/* Which optional parts of a struct flow_exp are present. */
+enum flow_exp_attr {
+	FLOW_EXP_A_TIMEOUT      = 1u << 0,
+	FLOW_EXP_A_CLASS        = 1u << 1,
+	FLOW_EXP_A_NAT          = 1u << 2, /* nat tuple and nat_dir */
+	FLOW_EXP_A_HELPER       = 1u << 3,
+	FLOW_EXP_A_FN           = 1u << 4,
+};
+
+#define FLOW_EXP_FN_MAX 28              /* expectfn name with its NUL (1.4.7's limit) */
+
+/*
+ * An expectation: a helper's announcement that a connection matching
+ * `tuple` under `mask` belongs to the master conntrack.  The kernel names
+ * it by (tuple, mask, zone); the zone is master.zone (the master's).
+ * Unused bytes are zero, so records compare with memcmp.
+ */
+struct flow_exp {
+	struct flow_tuple master;       /* the master conntrack's original tuple, and the zone */
+	struct flow_tuple tuple;        /* the expected tuple (zone 0) */
+	struct flow_tuple mask;         /* (zone 0) */
+	struct flow_tuple nat;          /* FLOW_EXP_A_NAT (zone 0) */
+	uint32_t timeout;               /* FLOW_EXP_A_TIMEOUT: seconds left */
+	uint32_t flags;                 /* NF_CT_EXPECT_* */
+	uint32_t class;                 /* FLOW_EXP_A_CLASS */
+	uint32_t nat_dir;               /* FLOW_EXP_A_NAT */
+	uint32_t attrs;                 /* FLOW_EXP_A_* */
+	char helper[FLOW_HELPER_NAME_MAX];
+	char fn[FLOW_EXP_FN_MAX];
+};
+
 /* Is the key of `a` equal to the key of `b` (family, tuple, zone)? */
 bool flow_tuple_equal(const struct flow_tuple *a, const struct flow_tuple *b);
 

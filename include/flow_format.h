@@ -32,6 +32,13 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 /* The reply tuple of a flow: the original inverted, with the NAT addresses and ports. */
 void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *reply);
 
+/*
+ * An expectation in the shape of `conntrack -L expect` (exp_format.c): the
+ * timeout, the expected tuple, the mask, the master, flags, class, zone,
+ * helper, NAT and expect function.  Returns as flow_format().
+ */
+int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x);
+
 /* "ESTABLISHED", "COOKIE_WAIT", ... for the flow's protocol, or NULL if none. */
 const char *flow_state_name(uint8_t l4proto, uint8_t state);
 

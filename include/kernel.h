@@ -156,6 +156,28 @@ enum kernel_build_opt {
 int kernel_ct_build(void *buf, size_t cap, enum kernel_op op, const struct flow_full *ff,
 		    uint32_t timeout, unsigned opts, uint32_t seq);
 
+/*
+ * Expectations (ExpectationSync).  Parse one ctnetlink expectation message
+ * (IPCTNL_MSG_EXP_NEW: KERNEL_EV_NEW; IPCTNL_MSG_EXP_DELETE:
+ * KERNEL_EV_DESTROY) into `x` (overwritten; unused bytes zero): master,
+ * tuple and mask are required, the zone goes to x->master.zone, the rest is
+ * optional.  Returns KERNEL_OK or the reason (KERNEL_R_NO_TUPLE for a
+ * missing tuple, KERNEL_R_HELPER_NAME for an unterminated or too long
+ * helper or expectfn name).
+ */
+enum kernel_reason kernel_exp_parse(const void *msg, size_t len, struct flow_exp *x,
+				    enum kernel_event *ev);
+/*
+ * Build an expectation request: CREATE (NLM_F_CREATE without EXCL: a
+ * present expectation gets its timeout refreshed) with CTA_EXPECT_TIMEOUT
+ * = `timeout`, the master (which must exist in the kernel and have a
+ * helper), tuple, mask, zone, flags, class, helper, NAT and expectfn;
+ * DELETE by tuple and zone; FLUSH (x NULL): every expectation.  As
+ * kernel_ct_build() for the return value.
+ */
+int kernel_exp_build(void *buf, size_t cap, enum kernel_op op, const struct flow_exp *x,
+		     uint32_t timeout, unsigned opts, uint32_t seq);
+
 /* ==== 2. events ============================================================ */
 
 struct kernel_events;
@@ -260,8 +282,10 @@ struct kernel_dump_stats {
 };
 
 struct kernel_dump_cb {
-	/* One entry (ev is always KERNEL_EV_NEW). Required. */
+	/* One entry (ev is always KERNEL_EV_NEW).  Required unless on_exp is set. */
 	void (*on_flow)(void *arg, const struct flow_full *ff);
+	/* Set: the dump is of the expectation table instead, one entry each call. */
+	void (*on_exp)(void *arg, const struct flow_exp *x);
 	/*
 	 * The end: `err` 0, -EINTR (the kernel says the table changed under
 	 * the dump: NLM_F_DUMP_INTR; entries may be missing or repeated), or
@@ -334,6 +358,9 @@ uint32_t kernel_writer_portid(const struct kernel_writer *w);
  */
 int kernel_writer_put(struct kernel_writer *w, enum kernel_op op, const struct flow_full *ff,
 		      uint32_t timeout, uint64_t cookie);
+/* The same for an expectation (kernel_exp_build()). */
+int kernel_writer_put_exp(struct kernel_writer *w, enum kernel_op op, const struct flow_exp *x,
+			  uint32_t timeout, uint64_t cookie);
 /* Send the pending batch now and deliver its failures.  Returns 0 or the sendmsg() -errno. */
 int kernel_writer_flush(struct kernel_writer *w);
 
@@ -352,6 +379,7 @@ void kernel_writer_get_stats(const struct kernel_writer *w, struct kernel_write_
 struct kernel_job_item {
 	enum kernel_op op;
 	const struct flow_full *ff;
+	const struct flow_exp *x;       /* set: a request for this expectation instead */
 	uint32_t timeout;
 	uint64_t cookie;
 };

@@ -138,6 +138,7 @@
 #include <stdint.h>
 
 #include "flow.h"
+#include "exp_table.h"
 #include "flow_table.h"
 #include "wire.h"
 
@@ -248,7 +249,7 @@ struct ftfw_ops {
 	 */
 	void (*apply)(void *arg, unsigned peer, uint8_t type, const struct flow_full *f);
 	/* An expectation (EXP_NEW/UPD/DEL) from `peer`.  NULL: decoded, counted, ignored. */
-	void (*apply_exp)(void *arg, unsigned peer, uint8_t type, const struct wire_expect *x);
+	void (*apply_exp)(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x);
 	/* The CT_DEL of dead flow `handle` was acknowledged: delete it now.  Required. */
 	void (*dead_acked)(void *arg, uint32_t handle);
 	/* Optional. */
@@ -311,7 +312,28 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h);
 int ftfw_flow_loaded(struct ftfw *e, uint32_t h);
 /* Take `h` out of whatever queue holds it; call before deleting it on your own. */
 void ftfw_flow_forget(struct ftfw *e, uint32_t h);
-/* Empty every queue; call before flow_table_clear() of the internal table. */
+
+/*
+ * Expectations (ExpectationSync).  The engine sends the entries of an
+ * internal exp_table exactly as it sends flows: queued by handle with the
+ * links in the entry's user area (at least FTFW_USER_BYTES), encoded at
+ * transmission from the entry's current state (EXP_NEW, EXP_UPD, EXP_DEL
+ * from the same entry flags), in the same sequence space, acknowledged,
+ * retransmitted and bulk-sent (after the flows) alike.  Inside the engine
+ * and towards the owner an expectation's handle is its exp_table handle
+ * with FTFW_EXP_HANDLE set: ops->dead_acked() and ftfw_rsqueue_foreach()
+ * hand out such handles, and the owner tells them from flow handles by
+ * that bit (a flow_table never hands out a handle with it).
+ * ftfw_attach_expectations() resets the user area of every entry already
+ * in `x` (call it once, before any ftfw_exp_changed()); -EINVAL for a
+ * table without a user area.  The functions below mirror the flow ones
+ * and take the exp_table handle, without the bit.
+ */
+#define FTFW_EXP_HANDLE 0x80000000u
+int ftfw_attach_expectations(struct ftfw *e, struct exp_table *x);
+int ftfw_exp_changed(struct ftfw *e, uint32_t xh);
+void ftfw_exp_forget(struct ftfw *e, uint32_t xh);
+/* Empty every queue; call before flow_table_clear() or exp_table_clear() of an internal table. */
 void ftfw_forget_all(struct ftfw *e);
 
 /* ---- the peer's messages --------------------------------------------------------- */

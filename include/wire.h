@@ -230,47 +230,25 @@ enum wire_reason wire_ct_decode(const void *msg, size_t len, struct flow_full *o
 
 /* ---- expectation messages (§1.7) ---------------------------------------------- */
 
-enum wire_exp_attr {
-	WIRE_EXP_A_TIMEOUT      = 1u << 0,
-	WIRE_EXP_A_CLASS        = 1u << 1,
-	WIRE_EXP_A_NAT          = 1u << 2, /* nat tuple and nat_dir (IPv4 only) */
-	WIRE_EXP_A_HELPER       = 1u << 3,
-	WIRE_EXP_A_FN           = 1u << 4,
-};
-
-#define WIRE_EXP_FN_MAX         (NTA_EXP_FN_NAME_MAX + 1)       /* with the NUL */
-
 /*
- * An expectation as the wire carries it.  Tuples use struct flow_tuple with
- * zone 0; their l4.port is meaningful only when the master's l4proto has
- * ports (TCP, UDP, UDPlite, SCTP, DCCP), as 1.4.7 emits every port
- * attribute of an expectation on that condition.  `flags` is always sent.
+ * Expectations travel as struct flow_exp (flow.h).  Tuples have zone 0;
+ * their l4.port is meaningful only when the master's l4proto has ports
+ * (TCP, UDP, UDPlite, SCTP, DCCP), as 1.4.7 emits every port attribute of
+ * an expectation on that condition.  `flags` is always sent.
  */
-struct wire_expect {
-	struct flow_tuple master;       /* the master conntrack's original tuple */
-	struct flow_tuple tuple;        /* the expected tuple */
-	struct flow_tuple mask;
-	struct flow_tuple nat;          /* WIRE_EXP_A_NAT: family AF_INET */
-	uint32_t timeout;               /* WIRE_EXP_A_TIMEOUT */
-	uint32_t flags;                 /* NF_CT_EXPECT_* */
-	uint32_t class;                 /* WIRE_EXP_A_CLASS */
-	uint32_t nat_dir;               /* WIRE_EXP_A_NAT */
-	uint32_t attrs;                 /* WIRE_EXP_A_* */
-	char helper[FLOW_HELPER_NAME_MAX];
-	char fn[WIRE_EXP_FN_MAX];
-};
+_Static_assert(FLOW_EXP_FN_MAX == NTA_EXP_FN_NAME_MAX + 1, "expectfn name size");
 
 /*
  * Encode `e` as an expectation message of h->type (EXP_NEW/UPD/DEL); as
  * wire_ct_encode() otherwise (WIRE_ENC_TIMEOUT and WIRE_ENC_UDPLITE_PORTS
  * apply).  Returns the length (at most WIRE_EXP_MAX_LEN), -ENOSPC or -EINVAL.
  */
-int wire_exp_encode(void *buf, size_t cap, const struct wire_hdr *h, const struct wire_expect *e,
+int wire_exp_encode(void *buf, size_t cap, const struct wire_hdr *h, const struct flow_exp *e,
 		    unsigned opts, unsigned *omitted);
-int wire_exp_size(const struct wire_expect *e, unsigned opts);
+int wire_exp_size(const struct flow_exp *e, unsigned opts);
 
 /* As wire_ct_decode(), for expectation messages; `out` is fully normalised. */
-enum wire_reason wire_exp_decode(const void *msg, size_t len, struct wire_expect *out);
+enum wire_reason wire_exp_decode(const void *msg, size_t len, struct flow_exp *out);
 
 /* ---- shared helpers ------------------------------------------------------------ */
 

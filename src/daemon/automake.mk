@@ -2,6 +2,7 @@
 # control requests it answers itself, and start-up/shutdown.
 libctsyncd_a_SOURCES += \
 	src/daemon/caches.c src/daemon/caches.h \
+	src/daemon/expects.c src/daemon/expects.h \
 	src/daemon/daemon.c src/daemon/daemon.h \
 	src/daemon/lockfile.c src/daemon/lockfile.h \
 	src/daemon/log.c \

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "control_server.h"
+#include "expects.h"
 #include "flow_filter.h"
 #include "flow_format.h"
 #include "flow_table.h"
@@ -78,6 +79,7 @@ struct caches {
 	struct flow_filter *filter;
 	struct kernel_events *events;
 	struct kernel_writer *writer;
+	struct expects *expects;          /* ExpectationSync, or NULL */
 	struct caches_listener listener;
 	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
 	struct cache_counters n;
@@ -99,6 +101,7 @@ struct caches {
 	uint64_t commit_started_ms;
 	struct kernel_write_stats commit_stats;
 	uint64_t commit_updated;
+	bool commit_expects;              /* a waiter asked for the expectations too */
 	struct waiters commit_waiters;
 
 	/* direct injection (DisableExternalCache), and the mirror of HotStandby */
@@ -140,6 +143,24 @@ static void finish_all(struct waiters *w, enum ctl_status status, const char *fm
 }
 
 /* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
+/* An expectation request while ExpectationSync is off. */
+static enum control_result no_expects(struct control_request *req)
+{
+	control_request_printf(req, "ctsyncd: '%s' is not available: expectation sync is off "
+			       "(Sync { Options { ExpectationSync on } })\n",
+			       ctl_request_name(control_request_code(req)));
+	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	return CONTROL_DONE;
+}
+
+static void on_expect_event(void *arg, const void *msg, size_t len, bool own_write)
+{
+	struct caches *c = arg;
+
+	if (c->expects)
+		expects_on_event(c->expects, msg, len, own_write);
+}
+
 static enum control_result wait_for(struct waiters *w, struct control_request *req)
 {
 	if (w->n == MAX_WAITERS) {
@@ -448,6 +469,12 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 	if (c->resync_again || err == -EINTR) {
 		c->resync_again = false;
 		start_load(c, LOAD_RESYNC);
+	} else if (c->expects) {
+		/* Now that the masters are in: 1.4.7 keeps only expectations whose master it has. */
+		int rc = expects_load(c->expects, kind == LOAD_RESYNC, NULL);
+
+		if (rc < 0)
+			log_error("cannot dump the kernel's expectations: %s", strerror(-rc));
 	}
 }
 
@@ -648,16 +675,23 @@ static void commit_done(void *arg, const struct kernel_write_stats *st)
 		uint64_t failed = s->failed - existed + (existed - c->commit_updated);
 		uint64_t written = s->ok + c->commit_updated;
 
+		char exp_line[160] = "";
+		uint64_t exp_failed = 0;
+
 		c->n.committed_ok += s->ok;
 		c->n.committed_updated += c->commit_updated;
 		c->n.committed_failed += failed;
 		log_notice("commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)",
 			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
 			   (unsigned long long)c->commit_updated, (unsigned long long)failed);
-		finish_all(&c->commit_waiters, failed ? CTL_STATUS_FAILED : CTL_STATUS_OK,
-			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)",
+		/* The expectations last: the kernel links each to its master, which must be in. */
+		if (c->expects && c->commit_expects)
+			exp_failed = expects_commit(c->expects, exp_line, sizeof(exp_line));
+		finish_all(&c->commit_waiters, failed || exp_failed ? CTL_STATUS_FAILED : CTL_STATUS_OK,
+			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)%s%s",
 			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
-			   (unsigned long long)c->commit_updated, (unsigned long long)failed);
+			   (unsigned long long)c->commit_updated, (unsigned long long)failed,
+			   exp_line[0] ? "\n" : "", exp_line);
 	}
 }
 
@@ -665,6 +699,10 @@ static void on_write_error(void *arg, enum kernel_op op, uint64_t cookie, int er
 {
 	struct caches *c = arg;
 
+	if ((cookie & EXPECTS_COOKIE) && !(cookie & INJECT_COOKIE)) {
+		expects_write_error(c->expects, op, cookie, err);
+		return;
+	}
 	if (cookie & INJECT_COOKIE) {
 		struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
 
@@ -706,8 +744,17 @@ static enum control_result answer_commit(struct control_request *req, void *arg)
 	int rc;
 
 	if (code == CTL_COMMIT_EXP) {
-		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
-		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+		char line[160];
+
+		if (!c->expects)
+			return no_expects(req);
+		if (c->cfg->sync.disable_external_cache) {
+			control_request_printf(req, "ctsyncd: nothing to commit: DisableExternalCache is on\n");
+			return CONTROL_DONE;
+		}
+		if (expects_commit(c->expects, line, sizeof(line)))
+			control_request_set_status(req, CTL_STATUS_FAILED);
+		control_request_printf(req, "%s\n", line);
 		return CONTROL_DONE;
 	}
 	if (c->cfg->sync.disable_external_cache) {
@@ -715,8 +762,10 @@ static enum control_result answer_commit(struct control_request *req, void *arg)
 				       "received states go straight into the kernel\n");
 		return CONTROL_DONE;
 	}
-	if (c->committing)
+	if (c->committing) {
+		c->commit_expects |= code != CTL_COMMIT_CT;
 		return wait_for(&c->commit_waiters, req);
+	}
 	if (c->purging) {
 		control_request_printf(req, "ctsyncd: a kernel flush is running; commit again when it ends\n");
 		control_request_set_status(req, CTL_STATUS_BUSY);
@@ -735,6 +784,7 @@ static enum control_result answer_commit(struct control_request *req, void *arg)
 	}
 	memset(&c->commit_stats, 0, sizeof(c->commit_stats));
 	c->commit_updated = 0;
+	c->commit_expects = code != CTL_COMMIT_CT;
 	c->commit_pass = 0;
 	c->commit_cursor = 0;
 	c->commit_started_ms = loop_now_ms(c->loop);
@@ -862,6 +912,8 @@ static enum control_result answer_flush(struct control_request *req, void *arg)
 		control_request_printf(req, "external cache flushed: %u states\n", flow_table_count(c->external));
 		flow_table_clear(c->external);
 	}
+	if (c->expects)
+		expects_flush(c->expects, code != CTL_FLUSH_EXTERNAL, code != CTL_FLUSH_INTERNAL, req);
 	return CONTROL_DONE;
 }
 
@@ -871,10 +923,15 @@ static enum control_result answer_kernel_flush(struct control_request *req, void
 	int rc;
 
 	if (control_request_code(req) == CTL_FLUSH_KERNEL_EXP) {
-		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
-		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+		if (!c->expects)
+			return no_expects(req);
+		if (expects_kernel_flush(c->expects, req) < 0)
+			control_request_set_status(req, CTL_STATUS_FAILED);
 		return CONTROL_DONE;
 	}
+	if (control_request_code(req) == CTL_FLUSH_KERNEL_ALL && c->expects &&
+	    expects_kernel_flush(c->expects, req) < 0)
+		control_request_set_status(req, CTL_STATUS_FAILED);
 	rc = start_purge(c, false);
 	if (rc < 0) {
 		control_request_printf(req, "ctsyncd: cannot flush the kernel table: %s\n",
@@ -910,9 +967,17 @@ static enum control_result answer_redump(struct control_request *req, void *arg)
 	struct caches *c = arg;
 
 	if (control_request_code(req) == CTL_RESYNC_KERNEL_EXP) {
-		control_request_printf(req, "ctsyncd: expectations are not replicated by this version\n");
-		control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
-		return CONTROL_DONE;
+		int rc;
+
+		if (!c->expects)
+			return no_expects(req);
+		if ((rc = expects_load(c->expects, false, req)) < 0) {
+			control_request_printf(req, "ctsyncd: cannot dump the kernel's expectations: %s\n",
+					       strerror(-rc));
+			control_request_set_status(req, CTL_STATUS_FAILED);
+			return CONTROL_DONE;
+		}
+		return CONTROL_PENDING;
 	}
 	if (!c->dump)
 		start_load(c, LOAD_REDUMP);
@@ -959,15 +1024,34 @@ static enum control_result answer_dump(struct control_request *req, void *arg)
 	case CTL_DUMP_EXTERNAL_CT:
 		dump_table(c, req, c->external, 0);
 		return CONTROL_DONE;
+	case CTL_DUMP_INTERNAL_EXP:
+	case CTL_DUMP_EXTERNAL_EXP:
+		if (!c->expects)
+			return no_expects(req);
+		expects_dump(c->expects, req, control_request_code(req) == CTL_DUMP_INTERNAL_EXP);
+		return CONTROL_DONE;
 	}
 	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n",
 			       ctl_request_name(control_request_code(req)),
-			       control_request_code(req) == CTL_DUMP_INTERNAL_CT_XML ||
-			       control_request_code(req) == CTL_DUMP_EXTERNAL_CT_XML
-			       ? "XML dumps are not implemented in this version"
-			       : "expectations are not replicated by this version");
+			       "XML dumps are not implemented in this version");
 	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
 	return CONTROL_DONE;
+}
+
+void caches_report_table(struct report *r, const char *name, const struct flow_table_stats *st)
+{
+	report_begin(r, name);
+	report_u64(r, "active", st->active);
+	report_u64(r, "dead", st->dead);
+	report_u64(r, "max_seen", st->max_seen);
+	report_u64(r, "limit", st->limit);
+	report_u64(r, "inserted", st->inserted);
+	report_u64(r, "updated", st->updated);
+	report_u64(r, "deleted", st->deleted);
+	report_u64(r, "limit_hits", st->enospc);
+	report_u64(r, "no_memory", st->enomem);
+	report_u64(r, "memory_bytes", st->memory);
+	report_end(r);
 }
 
 static void report_table(struct report *r, const char *name, struct flow_table *t)
@@ -975,18 +1059,7 @@ static void report_table(struct report *r, const char *name, struct flow_table *
 	struct flow_table_stats st;
 
 	flow_table_stats(t, &st);
-	report_begin(r, name);
-	report_u64(r, "active", st.active);
-	report_u64(r, "dead", st.dead);
-	report_u64(r, "max_seen", st.max_seen);
-	report_u64(r, "limit", st.limit);
-	report_u64(r, "inserted", st.inserted);
-	report_u64(r, "updated", st.updated);
-	report_u64(r, "deleted", st.deleted);
-	report_u64(r, "limit_hits", st.enospc);
-	report_u64(r, "no_memory", st.enomem);
-	report_u64(r, "memory_bytes", st.memory);
-	report_end(r);
+	caches_report_table(r, name, &st);
 }
 
 void caches_report(struct caches *c, struct report *r)
@@ -997,6 +1070,8 @@ void caches_report(struct caches *c, struct report *r)
 	report_table(r, "internal_cache", c->internal);
 	if (c->cfg->role == CONFIG_ROLE_SYNC)
 		report_table(r, "external_cache", c->external);
+	if (c->expects)
+		expects_report(c->expects, r);
 	if (c->events)
 		kernel_events_get_stats(c->events, &ev);
 	report_begin(r, "kernel");
@@ -1118,6 +1193,8 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		if (!c->writer && !err)
 			err = -ENOMEM;
 	}
+	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.expectation_sync)
+		err = expects_new(&c->expects, cfg, loop, c->internal, c->writer, seed ^ 0x27d4eb2fu);
 	if (err) {
 		caches_free(c);
 		return err;
@@ -1134,10 +1211,12 @@ int caches_start(struct caches *c)
 		.rcvbuf_max = cfg->general.netlink_buffer_max_growth,
 		.reliable = cfg->general.netlink_events_reliable,
 		.iteration_limit = cfg->general.event_iteration_limit,
+		.expectations = c->expects != NULL,
 		/* Wait 1 ms for events to accumulate: ~50 per system call instead of ~3. */
 		.coalesce_ms = 1,
 	};
-	static const struct kernel_events_cb ecb = { .on_flow = on_event, .on_overrun = on_overrun };
+	static const struct kernel_events_cb ecb = { .on_flow = on_event, .on_expect = on_expect_event,
+						     .on_overrun = on_overrun };
 	int err = 0;
 
 	if (cfg->general.poll_secs)
@@ -1163,11 +1242,17 @@ void caches_set_listener(struct caches *c, const struct caches_listener *l)
 	c->listener = *l;
 }
 
+struct expects *caches_expects(struct caches *c)
+{
+	return c->expects;
+}
+
 void caches_free(struct caches *c)
 {
 	if (!c)
 		return;
 	finish_all(&c->commit_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
+	expects_free(c->expects);
 	finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	if (c->dump)
@@ -1211,6 +1296,8 @@ int caches_register(struct caches *c, struct control_server *ctl)
 	err |= control_server_register(ctl, CTL_RESYNC_KERNEL_ALL, answer_redump, c);
 	err |= control_server_register(ctl, CTL_RESYNC_KERNEL_EXP, answer_redump, c);
 	err |= control_server_register(ctl, CTL_STATS_CACHE, answer_stats_cache, c);
+	if (c->expects)
+		err |= control_server_register(ctl, CTL_STATS_EXPECT, answer_stats_cache, c);
 	if (c->cfg->role == CONFIG_ROLE_SYNC) {
 		err |= control_server_register(ctl, CTL_COMMIT_ALL, answer_commit, c);
 		err |= control_server_register(ctl, CTL_COMMIT_CT, answer_commit, c);

@@ -17,6 +17,7 @@
 struct caches;
 struct config;
 struct control_server;
+struct expects;
 struct flow_full;
 struct flow_table;
 struct loop;
@@ -52,6 +53,8 @@ void caches_free(struct caches *c);
 int caches_register(struct caches *c, struct control_server *ctl);
 
 struct flow_table *caches_internal(struct caches *c);
+/* The expectation caches (expects.h), or NULL when ExpectationSync is off. */
+struct expects *caches_expects(struct caches *c);
 struct flow_table *caches_external(struct caches *c);
 
 /* A dead internal entry whose end the peer has acknowledged. */
@@ -72,5 +75,8 @@ void caches_flush_external(struct caches *c);
 
 /* The cache sections of -s and -s cache. */
 void caches_report(struct caches *c, struct report *r);
+/* One table's section of those (also for the expectation tables). */
+struct flow_table_stats;
+void caches_report_table(struct report *r, const char *name, const struct flow_table_stats *st);
 
 #endif

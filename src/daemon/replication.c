@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "caches.h"
+#include "expects.h"
 #include "config.h"
 #include "control_server.h"
 #include "flow_table.h"
@@ -127,11 +128,22 @@ static void apply(void *arg, unsigned peer, uint8_t type, const struct flow_full
 	caches_apply_remote(r->caches, type, f);
 }
 
+static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x)
+{
+	struct replication *r = arg;
+
+	(void)peer;
+	expects_apply_remote(caches_expects(r->caches), type, x);
+}
+
 static void dead_acked(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
 
-	caches_forget_dead(r->caches, handle);
+	if (handle & FTFW_EXP_HANDLE)
+		expects_forget_dead(caches_expects(r->caches), handle & ~FTFW_EXP_HANDLE);
+	else
+		caches_forget_dead(r->caches, handle);
 }
 
 static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
@@ -172,6 +184,20 @@ static void on_local_forget(void *arg, uint32_t handle)
 	struct replication *r = arg;
 
 	ftfw_flow_forget(r->engine, handle);
+}
+
+static void on_exp_change(void *arg, uint32_t xh)
+{
+	struct replication *r = arg;
+
+	ftfw_exp_changed(r->engine, xh);
+}
+
+static void on_exp_forget(void *arg, uint32_t xh)
+{
+	struct replication *r = arg;
+
+	ftfw_exp_forget(r->engine, xh);
 }
 
 static void on_local_loaded(void *arg, uint32_t handle)
@@ -376,6 +402,10 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		      struct caches *caches)
 {
 	static const struct ftfw_ops ops = {
+		.emit = emit, .apply = apply, .apply_exp = apply_exp, .dead_acked = dead_acked,
+		.peer_event = peer_event,
+	};
+	static const struct ftfw_ops ops_no_exp = {
 		.emit = emit, .apply = apply, .dead_acked = dead_acked, .peer_event = peer_event,
 	};
 	struct ftfw_config fc = {
@@ -427,7 +457,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		free(r);
 		return err;
 	}
-	err = ftfw_new(&fc, &ops, r, caches_internal(caches), seq, loop_now_ms(loop), &r->engine);
+	/* Without ExpectationSync the peer's expectations are counted and ignored (as 1.4.7 does). */
+	err = ftfw_new(&fc, caches_expects(caches) ? &ops : &ops_no_exp, r, caches_internal(caches), seq,
+		       loop_now_ms(loop), &r->engine);
+	if (err == 0 && caches_expects(caches))
+		err = ftfw_attach_expectations(r->engine, expects_internal(caches_expects(caches)));
 	if (err == 0) {
 		r->timer = loop_timer_new(loop, on_timer, r);
 		if (!r->timer)
@@ -442,6 +476,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	}
 	listener.arg = r;
 	caches_set_listener(caches, &listener);
+	if (caches_expects(caches)) {
+		struct expects_listener xl = { .changed = on_exp_change, .forget = on_exp_forget, .arg = r };
+
+		expects_set_listener(caches_expects(caches), &xl);
+	}
 	if (cfg->sync.startup_resync)
 		ftfw_request_resync(r->engine);
 	*out = r;

@@ -98,7 +98,7 @@ static const char *unavailable_reason(const struct config *cfg, enum need need)
 	case NEED_EXTERNAL:
 		return "not implemented in this version of ctsyncd";
 	case NEED_EXPECT:
-		return "expectations are not replicated by this version of ctsyncd";
+		return "not implemented for expectations in this version of ctsyncd";
 	case NEED_SYNC:
 		return "the sync protocol is not implemented in this version of ctsyncd";
 	}

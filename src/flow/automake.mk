@@ -4,9 +4,11 @@ libctsyncd_a_SOURCES += src/flow/flow.c \
 	src/flow/arena.c src/flow/arena.h \
 	src/flow/labels.c src/flow/labels.h \
 	src/flow/table.c \
+	src/flow/exp_table.c \
 	src/flow/filter.c \
-	src/flow/format.c
-noinst_HEADERS += include/flow.h include/flow_table.h include/flow_filter.h include/flow_format.h
+	src/flow/format.c \
+	src/flow/exp_format.c
+noinst_HEADERS += include/flow.h include/flow_table.h include/exp_table.h include/flow_filter.h include/flow_format.h
 
 check_PROGRAMS += tests/unit/check_flow_table tests/unit/check_flow_filter
 TESTS += tests/unit/check_flow_table tests/unit/check_flow_filter

@@ -4,6 +4,7 @@
 noinst_HEADERS += include/kernel.h src/kernel/nl.h
 libctsyncd_a_SOURCES += \
 	src/kernel/ct_attr.c \
+	src/kernel/exp_attr.c src/kernel/attr.h \
 	src/kernel/nl.c \
 	src/kernel/events.c \
 	src/kernel/dump.c \
@@ -23,3 +24,10 @@ tests_integration_kernel_driver_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
 tests_integration_kernel_driver_LDADD = $(CTSYNCD_LIBS)
 TESTS += tests/integration/kernel.sh
 EXTRA_DIST += tests/integration/kernel.sh
+
+# Expectations: the table, the ctnetlink conversion, the text form and the
+# sync engine sending them.  No kernel needed.
+check_PROGRAMS += tests/unit/check_exp
+TESTS += tests/unit/check_exp
+tests_unit_check_exp_CFLAGS = $(UNIT_CFLAGS) $(LIBMNL_CFLAGS)
+tests_unit_check_exp_LDADD = $(UNIT_LIBS)

@@ -5,6 +5,7 @@
  * itself (one pass, a switch per level) and checks every length before it
  * reads; the builder uses libmnl's bounded put functions.
  */
+#include "attr.h"
 #include "kernel.h"
 
 #include <errno.h>
@@ -1049,4 +1050,26 @@ int kernel_ct_build(void *buf, size_t cap, enum kernel_op op, const struct flow_
 		nest_end(&o, n);
 	}
 	return o.full ? -ENOSPC : (int)o.nlh->nlmsg_len;
+}
+
+/* ---- tuples for exp_attr.c (attr.h) ---------------------------------------------- */
+
+enum kernel_reason kernel_tuple_parse(const struct nlattr *nest, uint8_t family,
+				      struct flow_tuple *out)
+{
+	struct raw_tuple raw;
+	enum kernel_reason why = parse_tuple(nest, &raw);
+
+	memset(out, 0, sizeof(*out));
+	if (why != KERNEL_OK)
+		return why;
+	return tuple_to_flow(&raw, family, out, NULL);
+}
+
+bool kernel_tuple_put(struct nlmsghdr *nlh, size_t cap, uint16_t type, const struct flow_tuple *t)
+{
+	struct out o = { .nlh = nlh, .cap = cap };
+
+	put_tuple(&o, type, t, true);
+	return !o.full;
 }

@@ -39,6 +39,7 @@ struct kernel_dump {
 	uint64_t start_us;
 	struct kernel_dump_stats st;
 	struct flow_full ff;
+	struct flow_exp x;
 	uint8_t buf[DUMP_BUF_SIZE];
 };
 
@@ -84,14 +85,21 @@ static int handle_buffer(struct kernel_dump *d, int len)
 		}
 		if (nlh->nlmsg_type < NLMSG_MIN_TYPE)
 			continue;
-		why = kernel_ct_parse(nlh, nlh->nlmsg_len, &d->ff, &kind);
+		if (d->cb.on_exp)
+			why = kernel_exp_parse(nlh, nlh->nlmsg_len, &d->x, &kind);
+		else
+			why = kernel_ct_parse(nlh, nlh->nlmsg_len, &d->ff, &kind);
 		if (why != KERNEL_OK) {
 			d->st.malformed++;
-			log_debug("conntrack dump entry dropped: %s", kernel_reason_name(why));
+			log_debug("%s dump entry dropped: %s", d->cb.on_exp ? "expectation" : "conntrack",
+				  kernel_reason_name(why));
 			continue;
 		}
 		d->st.flows++;
-		d->cb.on_flow(d->arg, &d->ff);
+		if (d->cb.on_exp)
+			d->cb.on_exp(d->arg, &d->x);
+		else
+			d->cb.on_flow(d->arg, &d->ff);
 		if (d->cancelled)
 			return 1;
 	}
@@ -145,7 +153,7 @@ struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned re
 	char req[64];
 	int e;
 
-	if (!cb || !cb->on_flow || !cb->on_done ||
+	if (!cb || !(cb->on_flow || cb->on_exp) || !cb->on_done ||
 	    (family != AF_UNSPEC && family != AF_INET && family != AF_INET6)) {
 		*err = -EINVAL;
 		return NULL;
@@ -171,7 +179,8 @@ struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned re
 	nl_set_rcvbuf(d->fd, 1u << 20);
 
 	nlh = mnl_nlmsg_put_header(req);
-	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
+	nlh->nlmsg_type = cb->on_exp ? (NFNL_SUBSYS_CTNETLINK_EXP << 8) | IPCTNL_MSG_EXP_GET
+				     : (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	nlh->nlmsg_seq = d->seq;
 	nfg = mnl_nlmsg_put_extra_header(nlh, sizeof(*nfg));

@@ -265,18 +265,27 @@ static void on_flush_timer(struct loop *loop, struct loop_timer *t, void *arg)
 	kernel_writer_flush(arg);
 }
 
+/* One request for a flow, or for an expectation when `x` is set. */
+static int build(struct kernel_writer *w, size_t at, enum kernel_op op, const struct flow_full *ff,
+		 const struct flow_exp *x, uint32_t timeout)
+{
+	if (x)
+		return kernel_exp_build(w->buf + at, w->cap - at, op, x, timeout, w->build_opts,
+					w->next_seq);
+	return kernel_ct_build(w->buf + at, w->cap - at, op, ff, timeout, w->build_opts, w->next_seq);
+}
+
 static int put_kind(struct kernel_writer *w, enum kernel_op op, const struct flow_full *ff,
-		    uint32_t timeout, uint64_t cookie, uint8_t kind)
+		    const struct flow_exp *x, uint32_t timeout, uint64_t cookie, uint8_t kind)
 {
 	int len;
 
 	if (w->nrec == w->maxrec)
 		send_batch(w);
-	len = kernel_ct_build(w->buf + w->len, w->cap - w->len, op, ff, timeout, w->build_opts,
-			      w->next_seq);
+	len = build(w, w->len, op, ff, x, timeout);
 	if (len == -ENOSPC && w->len) {
 		send_batch(w);
-		len = kernel_ct_build(w->buf, w->cap, op, ff, timeout, w->build_opts, w->next_seq);
+		len = build(w, 0, op, ff, x, timeout);
 	}
 	if (len < 0) {
 		struct req_rec r = { .cookie = cookie, .op = (uint8_t)((unsigned)op < KERNEL_OP_MAX ? op : 0),
@@ -291,10 +300,10 @@ static int put_kind(struct kernel_writer *w, enum kernel_op op, const struct flo
 	return 0;
 }
 
-int kernel_writer_put(struct kernel_writer *w, enum kernel_op op, const struct flow_full *ff,
-		      uint32_t timeout, uint64_t cookie)
+static int put_plain(struct kernel_writer *w, enum kernel_op op, const struct flow_full *ff,
+		     const struct flow_exp *x, uint32_t timeout, uint64_t cookie)
 {
-	int err = put_kind(w, op, ff, timeout, cookie, REQ_PLAIN);
+	int err = put_kind(w, op, ff, x, timeout, cookie, REQ_PLAIN);
 
 	/* Sent at the end of this loop iteration (timers run after the fd events). */
 	if (w->len && !loop_timer_armed(w->flush_timer))
@@ -302,6 +311,18 @@ int kernel_writer_put(struct kernel_writer *w, enum kernel_op op, const struct f
 	if (!w->delivering && w->nerr)
 		deliver(w);
 	return err;
+}
+
+int kernel_writer_put(struct kernel_writer *w, enum kernel_op op, const struct flow_full *ff,
+		      uint32_t timeout, uint64_t cookie)
+{
+	return put_plain(w, op, ff, NULL, timeout, cookie);
+}
+
+int kernel_writer_put_exp(struct kernel_writer *w, enum kernel_op op, const struct flow_exp *x,
+			  uint32_t timeout, uint64_t cookie)
+{
+	return put_plain(w, op, NULL, x, timeout, cookie);
 }
 
 /* ---- jobs ---------------------------------------------------------------------- */
@@ -321,11 +342,12 @@ static void on_job_timer(struct loop *loop, struct loop_timer *t, void *arg)
 
 	(void)loop;
 	for (unsigned i = 0; i < w->per_slice && w->job_active; i++) {
+		it = (struct kernel_job_item){ 0 };
 		if (!w->next(w->job_arg, &it)) {
 			w->job_exhausted = true;
 			break;
 		}
-		put_kind(w, it.op, it.ff, it.timeout, it.cookie, REQ_JOB);
+		put_kind(w, it.op, it.ff, it.x, it.timeout, it.cookie, REQ_JOB);
 		if (w->nerr)
 			deliver(w);
 	}
@@ -385,7 +407,7 @@ static void purge_on_flow(void *arg, const struct flow_full *ff)
 	w->purge_seen++;
 	if (w->keep && w->keep(w->job_arg, ff))
 		return;
-	put_kind(w, KERNEL_OP_DELETE, ff, 0, 0, REQ_PURGE);
+	put_kind(w, KERNEL_OP_DELETE, ff, NULL, 0, 0, REQ_PURGE);
 }
 
 static void purge_on_done(void *arg, int err, const struct kernel_dump_stats *st)
@@ -405,7 +427,7 @@ static void purge_on_done(void *arg, int err, const struct kernel_dump_stats *st
 int kernel_writer_purge(struct kernel_writer *w, int family, kernel_keep_fn keep,
 			kernel_purge_done_fn done, void *arg)
 {
-	static const struct kernel_dump_cb cb = { purge_on_flow, purge_on_done };
+	static const struct kernel_dump_cb cb = { .on_flow = purge_on_flow, .on_done = purge_on_done };
 	int err;
 
 	if (w->job_active)

@@ -186,7 +186,7 @@ int ftfw_flow_loaded(struct ftfw *e, uint32_t h)
 
 	if (!l)
 		return -ENOENT;
-	if (e->alarm && l->queue == Q_NONE && !(flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD))
+	if (e->alarm && l->queue == Q_NONE && !(ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD))
 		ftfw_alarm_arm(e, h, l, e->now);
 	return 0;
 }
@@ -199,6 +199,33 @@ void ftfw_flow_forget(struct ftfw *e, uint32_t h)
 		ftfw_q_unlink(e, h, l);
 }
 
+int ftfw_attach_expectations(struct ftfw *e, struct exp_table *x)
+{
+	uint32_t cursor = 0, h;
+
+	e->xt = x;
+	while ((h = exp_table_next(x, &cursor)) != 0) {
+		struct ftfw_link *l = exp_table_user(x, h);
+
+		if (!l) {
+			e->xt = NULL;
+			return -EINVAL;
+		}
+		memset(l, 0, sizeof(*l));
+	}
+	return 0;
+}
+
+int ftfw_exp_changed(struct ftfw *e, uint32_t xh)
+{
+	return ftfw_flow_changed(e, xh | FTFW_EXP_HANDLE);
+}
+
+void ftfw_exp_forget(struct ftfw *e, uint32_t xh)
+{
+	ftfw_flow_forget(e, xh | FTFW_EXP_HANDLE);
+}
+
 void ftfw_forget_all(struct ftfw *e)
 {
 	for (int q = Q_TX; q < Q_COUNT; q++)
@@ -209,6 +236,7 @@ void ftfw_forget_all(struct ftfw *e)
 		}
 	ftfw_alarm_forget_all(e);
 	e->bulk = false;
+	e->bulk_exp = false;
 	e->bulk_cursor = 0;
 }
 
@@ -223,7 +251,7 @@ static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 	/* Progress: the peer is there and hears us; the next timeout starts afresh. */
 	e->rto = e->cfg.rto_ms;
 	e->rto_round_at = 0;
-	if (flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD)
+	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 		e->ops.dead_acked(e->arg, h);   /* last: the owner deletes the entry */
 }
 
@@ -400,21 +428,39 @@ static uint8_t flow_type(unsigned flags)
 	return WIRE_T_CT_NEW;
 }
 
+/* An expectation's message: the same rule, the EXP_* types (§1.3). */
+static int encode_exp(struct ftfw *e, uint32_t h, struct wire_hdr *hdr, unsigned flags)
+{
+	const struct flow_exp *x = e->xt ? exp_table_get(e->xt, h & ~FTFW_EXP_HANDLE) : NULL;
+
+	if (!x)
+		return -ENOENT;
+	hdr->type = (uint8_t)(flow_type(flags) - WIRE_T_CT_NEW + WIRE_T_EXP_NEW);
+	return wire_exp_encode(e->buf, sizeof(e->buf), hdr, x, e->cfg.enc_opts, NULL);
+}
+
 static int encode_flow(struct ftfw *e, uint32_t h, uint8_t hflags, uint32_t seq, unsigned *eflags)
 {
 	struct wire_hdr hdr = { 0 };
 
-	*eflags = flow_table_flags(e->t, h);
+	*eflags = ftfw_entry_flags(e, h);
+	hdr.flags = hflags;
+	hdr.seq = seq;
+	if (ftfw_is_exp(h))
+		return encode_exp(e, h, &hdr, *eflags);
 	if (flow_table_export(e->t, h, &e->txflow) < 0)
 		return -ENOENT;
 	hdr.type = flow_type(*eflags);
-	hdr.flags = hflags;
-	hdr.seq = seq;
 	return wire_ct_encode(e->buf, sizeof(e->buf), &hdr, &e->txflow, e->cfg.enc_opts, NULL);
 }
 
 int ftfw_msg_size(struct ftfw *e, uint32_t h)
 {
+	if (ftfw_is_exp(h)) {
+		const struct flow_exp *x = e->xt ? exp_table_get(e->xt, h & ~FTFW_EXP_HANDLE) : NULL;
+
+		return x ? wire_exp_size(x, e->cfg.enc_opts) : -ENOENT;
+	}
 	if (flow_table_export(e->t, h, &e->txflow) < 0)
 		return -ENOENT;
 	return wire_ct_size(&e->txflow, e->cfg.enc_opts);
@@ -497,14 +543,27 @@ static bool bulk_refill(struct ftfw *e)
 	while (visited < BULK_VISIT_MAX && queued < BULK_QUEUE_MAX) {
 		struct ftfw_link *l;
 
-		h = flow_table_next(e->t, &e->bulk_cursor);
+		if (!e->bulk_exp) {
+			h = flow_table_next(e->t, &e->bulk_cursor);
+			if (!h && e->xt) {
+				/* The flows first: an expectation's master must be there before it. */
+				e->bulk_exp = true;
+				e->bulk_cursor = 0;
+				continue;
+			}
+		} else {
+			h = exp_table_next(e->xt, &e->bulk_cursor);
+			if (h)
+				h |= FTFW_EXP_HANDLE;
+		}
 		if (!h) {
 			e->bulk = false;
+			e->bulk_exp = false;
 			return queued > 0;
 		}
 		visited++;
 		/* Dead flows are in a queue until their DEL is acknowledged anyway. */
-		if (flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD)
+		if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 			continue;
 		l = ftfw_link_of(e, h);
 		if (l->queue == Q_TX || l->queue == Q_RETX)
@@ -592,6 +651,7 @@ void ftfw_bulk(struct ftfw *e)
 	if (e->alarm)
 		return;         /* §3: the refresh timers do it */
 	e->bulk = true;
+	e->bulk_exp = false;
 	e->bulk_cursor = 0;
 }
 

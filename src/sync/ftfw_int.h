@@ -100,6 +100,7 @@ struct ftfw {
 	struct ftfw_ops ops;
 	void *arg;
 	struct flow_table *t;
+	struct exp_table *xt;           /* the internal expectations, or NULL */
 	bool notrack;                   /* NOTRACK or ALARM: nothing acknowledged, nothing resent */
 	bool alarm;                     /* ALARM (alarm.c) */
 
@@ -132,6 +133,7 @@ struct ftfw {
 	uint16_t resync_acked;
 
 	bool bulk;                      /* a bulk walk is running */
+	bool bulk_exp;                  /* it has reached the expectations */
 	uint32_t bulk_cursor;
 
 	/*
@@ -153,9 +155,18 @@ struct ftfw {
 
 	struct flow_full txflow;        /* scratch: the flow being encoded */
 	struct flow_full rxflow;        /* scratch: the flow being decoded */
-	struct wire_expect rxexp;
+	struct flow_exp rxexp;
 	uint8_t buf[FTFW_MSG_MAX];
 };
+
+/* Is `h` an expectation's handle (FTFW_EXP_HANDLE set)? */
+static inline bool ftfw_is_exp(uint32_t h)
+{
+	return (h & FTFW_EXP_HANDLE) != 0;
+}
+
+/* FLOW_ENTRY_* of a flow's or an expectation's entry. */
+unsigned ftfw_entry_flags(const struct ftfw *e, uint32_t h);
 
 /* ---- queue.c ---- */
 struct ftfw_link *ftfw_link_of(const struct ftfw *e, uint32_t h);

@@ -30,7 +30,16 @@
 
 struct ftfw_link *ftfw_link_of(const struct ftfw *e, uint32_t h)
 {
+	if (ftfw_is_exp(h))
+		return e->xt ? exp_table_user(e->xt, h & ~FTFW_EXP_HANDLE) : NULL;
 	return flow_table_user(e->t, h);
+}
+
+unsigned ftfw_entry_flags(const struct ftfw *e, uint32_t h)
+{
+	if (ftfw_is_exp(h))
+		return e->xt ? exp_table_flags(e->xt, h & ~FTFW_EXP_HANDLE) : 0;
+	return flow_table_flags(e->t, h);
 }
 
 #define L(e, h) ftfw_link_of(e, h)

@@ -1,6 +1,6 @@
 /*
  * exp.c - expectation messages (EXP_NEW, EXP_UPD, EXP_DEL) <->
- * struct wire_expect (§1.7, §1.8 step 7).
+ * struct flow_exp (§1.7, §1.8 step 7).
  */
 #include "tlv.h"
 
@@ -60,7 +60,7 @@ const char *wire_exp_attr_name(uint16_t id)
  * 1.4.7 uses one port builder for all four tuples, and runs it only when
  * the *master's* protocol has ports (§1.7).
  */
-static bool exp_sends_ports(const struct wire_expect *e, unsigned opts, unsigned *omit)
+static bool exp_sends_ports(const struct flow_exp *e, unsigned opts, unsigned *omit)
 {
 	uint8_t p = e->master.l4proto;
 
@@ -82,7 +82,7 @@ static void put_tuple(struct tlv_out *o, uint16_t base, const struct flow_tuple 
 		tlv_put_ports(o, base + ROLE_PORT, &t->l4);
 }
 
-static void put_nat(struct tlv_out *o, const struct wire_expect *e, bool ports)
+static void put_nat(struct tlv_out *o, const struct flow_exp *e, bool ports)
 {
 	uint8_t b[NTA_IPV4_SIZE];
 
@@ -95,7 +95,7 @@ static void put_nat(struct tlv_out *o, const struct wire_expect *e, bool ports)
 	tlv_put_be32(o, NTA_EXP_NAT_DIR, e->nat_dir);
 }
 
-static bool exp_family_ok(const struct wire_expect *e)
+static bool exp_family_ok(const struct flow_exp *e)
 {
 	uint8_t fam = e->master.family;
 
@@ -103,7 +103,7 @@ static bool exp_family_ok(const struct wire_expect *e)
 }
 
 /* Every attribute, in 1.4.7's emission order (§1.7). */
-static int put_exp(struct tlv_out *o, const struct wire_expect *e, unsigned opts, unsigned *omit)
+static int put_exp(struct tlv_out *o, const struct flow_exp *e, unsigned opts, unsigned *omit)
 {
 	bool ports;
 
@@ -114,28 +114,28 @@ static int put_exp(struct tlv_out *o, const struct wire_expect *e, unsigned opts
 	put_tuple(o, NTA_EXP_MASTER_IPV4, &e->master, ports);
 	put_tuple(o, NTA_EXP_EXPECT_IPV4, &e->tuple, ports);
 	put_tuple(o, NTA_EXP_MASK_IPV4, &e->mask, ports);
-	if ((e->attrs & WIRE_EXP_A_TIMEOUT) && (opts & WIRE_ENC_TIMEOUT))
+	if ((e->attrs & FLOW_EXP_A_TIMEOUT) && (opts & WIRE_ENC_TIMEOUT))
 		tlv_put_be32(o, NTA_EXP_TIMEOUT, e->timeout);
 	tlv_put_be32(o, NTA_EXP_FLAGS, e->flags);
-	if (e->attrs & WIRE_EXP_A_CLASS)
+	if (e->attrs & FLOW_EXP_A_CLASS)
 		tlv_put_be32(o, NTA_EXP_CLASS, e->class);
-	if (e->attrs & WIRE_EXP_A_NAT) {
+	if (e->attrs & FLOW_EXP_A_NAT) {
 		/* 1.4.7 has no IPv6 NAT tuple for expectations (§1.7, §10). */
 		if (e->master.family == AF_INET)
 			put_nat(o, e, ports);
 		else
 			*omit |= WIRE_OMIT_EXP_NAT;
 	}
-	if ((e->attrs & WIRE_EXP_A_HELPER) && e->helper[0] &&
+	if ((e->attrs & FLOW_EXP_A_HELPER) && e->helper[0] &&
 	    !tlv_put_name(o, NTA_EXP_HELPER_NAME, e->helper, sizeof(e->helper), NTA_HELPER_LEN_MAX))
 		*omit |= WIRE_OMIT_HELPER;
-	if ((e->attrs & WIRE_EXP_A_FN) && e->fn[0] &&
+	if ((e->attrs & FLOW_EXP_A_FN) && e->fn[0] &&
 	    !tlv_put_name(o, NTA_EXP_FN, e->fn, sizeof(e->fn), NTA_EXP_FN_LEN_MAX))
 		*omit |= WIRE_OMIT_EXP_FN;
 	return 0;
 }
 
-int wire_exp_encode(void *buf, size_t cap, const struct wire_hdr *h, const struct wire_expect *e,
+int wire_exp_encode(void *buf, size_t cap, const struct wire_hdr *h, const struct flow_exp *e,
 		    unsigned opts, unsigned *omitted)
 {
 	struct tlv_out o;
@@ -153,7 +153,7 @@ int wire_exp_encode(void *buf, size_t cap, const struct wire_hdr *h, const struc
 	return tlv_out_finish(&o, h);
 }
 
-int wire_exp_size(const struct wire_expect *e, unsigned opts)
+int wire_exp_size(const struct flow_exp *e, unsigned opts)
 {
 	static const struct wire_hdr h = { .type = WIRE_T_EXP_NEW };
 	struct tlv_out o;
@@ -203,7 +203,7 @@ static void get_tuple_attr(struct flow_tuple *t, unsigned role, const uint8_t *v
 	}
 }
 
-static enum wire_reason get_attr(struct wire_expect *e, const struct tlv *a)
+static enum wire_reason get_attr(struct flow_exp *e, const struct tlv *a)
 {
 	struct flow_tuple *tuples[] = { &e->master, &e->tuple, &e->mask };
 	const uint8_t *v = a->v;
@@ -215,19 +215,19 @@ static enum wire_reason get_attr(struct wire_expect *e, const struct tlv *a)
 	switch (a->id) {
 	case NTA_EXP_TIMEOUT:
 		e->timeout = tlv_be32(v);
-		e->attrs |= WIRE_EXP_A_TIMEOUT;
+		e->attrs |= FLOW_EXP_A_TIMEOUT;
 		break;
 	case NTA_EXP_FLAGS:
 		e->flags = tlv_be32(v);
 		break;
 	case NTA_EXP_CLASS:
 		e->class = tlv_be32(v);
-		e->attrs |= WIRE_EXP_A_CLASS;
+		e->attrs |= FLOW_EXP_A_CLASS;
 		break;
 	case NTA_EXP_NAT_IPV4:
 		tlv_get_addr4(&e->nat.src, &e->nat.dst, v);
 		e->nat.family = AF_INET;
-		e->attrs |= WIRE_EXP_A_NAT;
+		e->attrs |= FLOW_EXP_A_NAT;
 		break;
 	case NTA_EXP_NAT_PORT:
 		get_tuple_attr(&e->nat, ROLE_PORT, v);
@@ -239,9 +239,9 @@ static enum wire_reason get_attr(struct wire_expect *e, const struct tlv *a)
 		e->nat_dir = tlv_be32(v);
 		break;
 	case NTA_EXP_HELPER_NAME:
-		return get_name(e->helper, sizeof(e->helper), &e->attrs, WIRE_EXP_A_HELPER, a);
+		return get_name(e->helper, sizeof(e->helper), &e->attrs, FLOW_EXP_A_HELPER, a);
 	case NTA_EXP_FN:
-		return get_name(e->fn, sizeof(e->fn), &e->attrs, WIRE_EXP_A_FN, a);
+		return get_name(e->fn, sizeof(e->fn), &e->attrs, FLOW_EXP_A_FN, a);
 	}
 	return WIRE_OK;
 }
@@ -259,7 +259,7 @@ static enum wire_reason check_tuple(uint32_t seen, uint16_t base, enum wire_reas
 }
 
 /* What 1.4.7 does not check but a table and the kernel need (wire.h). */
-static enum wire_reason check_exp(const struct wire_expect *e, uint32_t seen)
+static enum wire_reason check_exp(const struct flow_exp *e, uint32_t seen)
 {
 	const uint32_t ports = SEEN(NTA_EXP_MASTER_PORT) | SEEN(NTA_EXP_EXPECT_PORT) |
 			       SEEN(NTA_EXP_MASK_PORT) | SEEN(NTA_EXP_NAT_PORT);
@@ -282,7 +282,7 @@ static enum wire_reason check_exp(const struct wire_expect *e, uint32_t seen)
 	return WIRE_OK;
 }
 
-enum wire_reason wire_exp_decode(const void *msg, size_t len, struct wire_expect *out)
+enum wire_reason wire_exp_decode(const void *msg, size_t len, struct flow_exp *out)
 {
 	const uint8_t *p = msg;
 	struct tlv_in in;

@@ -163,7 +163,7 @@ static void dump_on_done(void *arg, int err, const struct kernel_dump_stats *st)
 
 static int dump_with(struct dump_ctx *c, unsigned max_ms)
 {
-	static const struct kernel_dump_cb cb = { dump_on_flow, dump_on_done };
+	static const struct kernel_dump_cb cb = { .on_flow = dump_on_flow, .on_done = dump_on_done };
 	int err;
 
 	c->done = false;
@@ -346,7 +346,7 @@ static bool job_next(void *arg, struct kernel_job_item *it)
 		c->flows[c->i].flow.mark++;
 		c->flows[c->i].flow.attrs |= FLOW_A_MARK;
 	}
-	*it = (struct kernel_job_item){ c->op, &c->flows[c->i], c->timeout, c->i };
+	*it = (struct kernel_job_item){ .op = c->op, .ff = &c->flows[c->i], .timeout = c->timeout, .cookie = c->i };
 	if (c->timeout == KERNEL_TIMEOUT_KEEP && c->op == KERNEL_OP_CREATE)
 		it->timeout = c->flows[c->i].flow.timeout ? c->flows[c->i].flow.timeout : 60;
 	c->i++;

@@ -93,8 +93,8 @@ out=$(conntrackd -C "$CONF" -s runtime 2>&1)
 check "conntrackd -s runtime works too" contains "$out" uptime
 
 out=$("$CTSYNCD" -C "$CONF" -i expect 2>&1); rc=$?
-check "-i expect (expectations are not replicated yet) exits 1 (rc=$rc)" test $rc -eq 1
-check "and says why: $out" contains "$out" 'not available' 
+check "-i expect without ExpectationSync exits 1 (rc=$rc)" test $rc -eq 1
+check "and says why: $out" contains "$out" 'not available: expectation sync is off'
 out=$(conntrackd -C "$CONF" -i expect 2>&1); rc=$?
 check "conntrackd's client gets the same explanation: $out" contains "$out" 'not available' 
 

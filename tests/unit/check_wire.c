@@ -168,7 +168,7 @@ static enum wire_reason decode_hex(uint8_t type, const char *body, struct flow_f
 	return wire_ct_decode(m.b, mb_end(&m), out);
 }
 
-static enum wire_reason decode_exp_hex(uint8_t type, const char *body, struct wire_expect *out)
+static enum wire_reason decode_exp_hex(uint8_t type, const char *body, struct flow_exp *out)
 {
 	struct mb m;
 
@@ -1431,7 +1431,7 @@ END_TEST
 START_TEST(rejects_other_message_types)
 {
 	struct flow_full f;
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_hex(WIRE_T_EXP_NEW, TCP_KEY, &f), WIRE_R_BAD_TYPE);
 	assert_reason(decode_hex(WIRE_T_CTL, TCP_KEY, &f), WIRE_R_BAD_TYPE);
@@ -1633,7 +1633,7 @@ static void tuple_set(struct flow_tuple *t, int family, uint8_t proto, const cha
 }
 
 /* An active-FTP data expectation of the control flow 10.0.0.1:40000 -> 10.0.0.2:21. */
-static void ftp_expect(struct wire_expect *e)
+static void ftp_expect(struct flow_exp *e)
 {
 	memset(e, 0, sizeof(*e));
 	tuple_set(&e->master, AF_INET, IPPROTO_TCP, "10.0.0.1", "10.0.0.2", 40000, 21);
@@ -1641,7 +1641,7 @@ static void ftp_expect(struct wire_expect *e)
 	tuple_set(&e->mask, AF_INET, IPPROTO_TCP, "255.255.255.255", "255.255.255.255", 0, 0xffff);
 	e->timeout = 300;
 	strcpy(e->helper, "ftp");
-	e->attrs = WIRE_EXP_A_TIMEOUT | WIRE_EXP_A_HELPER;
+	e->attrs = FLOW_EXP_A_TIMEOUT | FLOW_EXP_A_HELPER;
 }
 
 static const char ftp_expect_hex[] =
@@ -1654,12 +1654,12 @@ static const char ftp_expect_hex[] =
 	"0008 0013 66747000";                                                    /* helper */
 
 #define assert_exp_eq(got, want) do { \
-		const struct wire_expect *g__ = (got), *w__ = (want); \
+		const struct flow_exp *g__ = (got), *w__ = (want); \
 		if (memcmp(g__, w__, sizeof(*g__))) \
 			assert_bytes(g__, sizeof(*g__), w__, sizeof(*w__)); \
 	} while (0)
 
-static int exp_roundtrip(const struct wire_expect *in, unsigned opts, struct wire_expect *out,
+static int exp_roundtrip(const struct flow_exp *in, unsigned opts, struct flow_exp *out,
 			 uint8_t *buf, unsigned *omitted)
 {
 	struct wire_hdr h = { .type = WIRE_T_EXP_UPD, .seq = 5 };
@@ -1682,7 +1682,7 @@ static int exp_roundtrip(const struct wire_expect *in, unsigned opts, struct wir
 START_TEST(golden_expectation_in_147_order)
 {
 	struct wire_hdr h = { .type = WIRE_T_EXP_NEW, .seq = 5 };
-	struct wire_expect e, got;
+	struct flow_exp e, got;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 	int n;
 
@@ -1696,7 +1696,7 @@ END_TEST
 
 START_TEST(roundtrip_expectations)
 {
-	struct wire_expect e, out;
+	struct flow_exp e, out;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 	unsigned omitted;
 
@@ -1707,7 +1707,7 @@ START_TEST(roundtrip_expectations)
 	e.nat_dir = 1;
 	tuple_set(&e.nat, AF_INET, IPPROTO_TCP, "203.0.113.1", "0.0.0.0", 50001, 0);
 	strcpy(e.fn, "nf_nat_follow_master");
-	e.attrs |= WIRE_EXP_A_CLASS | WIRE_EXP_A_NAT | WIRE_EXP_A_FN;
+	e.attrs |= FLOW_EXP_A_CLASS | FLOW_EXP_A_NAT | FLOW_EXP_A_FN;
 	exp_roundtrip(&e, ALL_OPTS, &out, buf, &omitted);
 	ck_assert_uint_eq(omitted, 0);
 	assert_exp_eq(&out, &e);
@@ -1718,7 +1718,7 @@ START_TEST(roundtrip_expectations)
 	tuple_set(&e.mask, AF_INET6, IPPROTO_UDP, "::", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", 0, 0xffff);
 	strcpy(e.helper, "sip");
 	e.class = 2;
-	e.attrs = WIRE_EXP_A_HELPER | WIRE_EXP_A_CLASS;
+	e.attrs = FLOW_EXP_A_HELPER | FLOW_EXP_A_CLASS;
 	exp_roundtrip(&e, ALL_OPTS, &out, buf, &omitted);
 	assert_exp_eq(&out, &e);
 	/* A master without ports (GRE): no port attribute anywhere. */
@@ -1734,7 +1734,7 @@ END_TEST
 
 START_TEST(exp_ports_follow_the_master_protocol)
 {
-	struct wire_expect e, out;
+	struct flow_exp e, out;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 	unsigned omitted;
 	int n;
@@ -1760,14 +1760,14 @@ END_TEST
 
 START_TEST(exp_timeout_only_when_asked)
 {
-	struct wire_expect e, out;
+	struct flow_exp e, out;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 	int n;
 
 	ftp_expect(&e);
 	n = exp_roundtrip(&e, 0, &out, buf, NULL);
 	ck_assert_int_eq(n, 0x74 - 8);
-	ck_assert(!(out.attrs & WIRE_EXP_A_TIMEOUT));
+	ck_assert(!(out.attrs & FLOW_EXP_A_TIMEOUT));
 	ck_assert_uint_eq(out.timeout, 0);
 	n = exp_roundtrip(&e, WIRE_ENC_TIMEOUT, &out, buf, NULL);
 	ck_assert_int_eq(n, 0x74);
@@ -1777,7 +1777,7 @@ END_TEST
 
 START_TEST(exp_omits_what_147_cannot_take)
 {
-	struct wire_expect e, out, want;
+	struct flow_exp e, out, want;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 	unsigned omitted;
 
@@ -1787,7 +1787,7 @@ START_TEST(exp_omits_what_147_cannot_take)
 	tuple_set(&e.tuple, AF_INET6, IPPROTO_TCP, "2001:db8::2", "2001:db8::1", 0, 50000);
 	tuple_set(&e.mask, AF_INET6, IPPROTO_TCP, "::", "::", 0, 0xffff);
 	want = e;
-	e.attrs |= WIRE_EXP_A_NAT;
+	e.attrs |= FLOW_EXP_A_NAT;
 	e.nat.family = AF_INET;
 	exp_roundtrip(&e, ALL_OPTS, &out, buf, &omitted);
 	ck_assert_uint_eq(omitted, WIRE_OMIT_EXP_NAT);
@@ -1796,10 +1796,10 @@ START_TEST(exp_omits_what_147_cannot_take)
 	ftp_expect(&e);
 	strcpy(e.helper, "abcdefghijkl");
 	memset(e.fn, 'f', 28);
-	e.attrs |= WIRE_EXP_A_FN;
+	e.attrs |= FLOW_EXP_A_FN;
 	exp_roundtrip(&e, ALL_OPTS, &out, buf, &omitted);
 	ck_assert_uint_eq(omitted, WIRE_OMIT_HELPER | WIRE_OMIT_EXP_FN);
-	ck_assert(!(out.attrs & (WIRE_EXP_A_HELPER | WIRE_EXP_A_FN)));
+	ck_assert(!(out.attrs & (FLOW_EXP_A_HELPER | FLOW_EXP_A_FN)));
 	e.helper[11] = '\0';
 	e.fn[27] = '\0';
 	exp_roundtrip(&e, ALL_OPTS, &out, buf, &omitted);
@@ -1812,7 +1812,7 @@ START_TEST(exp_encode_rejects_bad_input_and_never_overflows)
 {
 	struct wire_hdr h = { .type = WIRE_T_CT_NEW };
 	static uint8_t buf[WIRE_EXP_MAX_LEN + 32];
-	struct wire_expect e;
+	struct flow_exp e;
 	int len;
 
 	ftp_expect(&e);
@@ -1825,7 +1825,7 @@ START_TEST(exp_encode_rejects_bad_input_and_never_overflows)
 	ck_assert_int_eq(wire_exp_encode(buf, sizeof(buf), &h, &e, 0, NULL), -EINVAL);
 	ck_assert_int_eq(wire_exp_size(&e, 0), -EINVAL);
 	ftp_expect(&e);
-	e.attrs |= WIRE_EXP_A_NAT | WIRE_EXP_A_CLASS | WIRE_EXP_A_FN;
+	e.attrs |= FLOW_EXP_A_NAT | FLOW_EXP_A_CLASS | FLOW_EXP_A_FN;
 	strcpy(e.fn, "x");
 	len = wire_exp_size(&e, ALL_OPTS);
 	for (int cap = 0; cap <= len; cap++) {
@@ -1842,7 +1842,7 @@ END_TEST
 
 START_TEST(largest_expectation_is_wire_exp_max_len)
 {
-	struct wire_expect e, out;
+	struct flow_exp e, out;
 	uint8_t buf[WIRE_EXP_MAX_LEN];
 
 	memset(&e, 0, sizeof(e));
@@ -1851,7 +1851,7 @@ START_TEST(largest_expectation_is_wire_exp_max_len)
 	tuple_set(&e.mask, AF_INET6, IPPROTO_TCP, "::", "::", 0, 0xffff);
 	strcpy(e.helper, "abcdefghijk");
 	memset(e.fn, 'f', 27);
-	e.attrs = WIRE_EXP_A_TIMEOUT | WIRE_EXP_A_CLASS | WIRE_EXP_A_HELPER | WIRE_EXP_A_FN;
+	e.attrs = FLOW_EXP_A_TIMEOUT | FLOW_EXP_A_CLASS | FLOW_EXP_A_HELPER | FLOW_EXP_A_FN;
 	ck_assert_int_eq(exp_roundtrip(&e, ALL_OPTS, &out, buf, NULL), WIRE_EXP_MAX_LEN);
 	assert_exp_eq(&out, &e);
 }
@@ -1864,7 +1864,7 @@ END_TEST
 
 START_TEST(exp_rejects_attr_id_21)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4 " 0008 0015 00000000", &e), WIRE_R_ATTR_UNKNOWN);
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4, &e), WIRE_OK);
@@ -1873,7 +1873,7 @@ END_TEST
 
 START_TEST(exp_rejects_wrong_fixed_sizes)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4 " 0008 0002 06000000", &e), WIRE_R_ATTR_SIZE);
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4 " 000c 000f 0a000001", &e), WIRE_R_ATTR_OVERRUN);
@@ -1885,7 +1885,7 @@ END_TEST
 START_TEST(exp_rejects_fn_nta_len_33)
 {
 	uint8_t name[29];
-	struct wire_expect e;
+	struct flow_exp e;
 	struct mb m;
 
 	memset(name, 'f', sizeof(name));
@@ -1910,7 +1910,7 @@ END_TEST
 
 START_TEST(exp_rejects_missing_tuples)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_TUPLE4 EXP_MASK4, &e), WIRE_R_EXP_NO_MASTER);
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_MASTER4 EXP_MASK4, &e), WIRE_R_EXP_NO_TUPLE);
@@ -1923,7 +1923,7 @@ END_TEST
 
 START_TEST(exp_rejects_mixed_families)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4 " 0024 0005 20010db8000000000000000000000001"
 				     "20010db8000000000000000000000002", &e), WIRE_R_TWO_FAMILIES);
@@ -1935,7 +1935,7 @@ END_TEST
 
 START_TEST(exp_rejects_nat_of_ipv6_and_incomplete_nat)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW,
 				     "0024 0001 20010db8000000000000000000000001 20010db8000000000000000000000002"
@@ -1949,14 +1949,14 @@ START_TEST(exp_rejects_nat_of_ipv6_and_incomplete_nat)
 		      WIRE_R_EXP_NAT_INCOMPLETE);
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, EXP_KEY4 " 000c 000f cb007101 00000000  0008 0012 00000001",
 				     &e), WIRE_OK);
-	ck_assert(e.attrs & WIRE_EXP_A_NAT);
+	ck_assert(e.attrs & FLOW_EXP_A_NAT);
 	ck_assert_uint_eq(e.nat_dir, 1);
 }
 END_TEST
 
 START_TEST(exp_rejects_ports_of_portless_master)
 {
-	struct wire_expect e;
+	struct flow_exp e;
 
 	assert_reason(decode_exp_hex(WIRE_T_EXP_NEW, "000c 0000 0a000001 0a000002  0005 0002 2f 000000"
 				     EXP_TUPLE4 EXP_MASK4 "0008 0007 0000 c350", &e), WIRE_R_PROTO_MISMATCH);

@@ -1,0 +1,22 @@
+/*
+ * attr.h - ctnetlink tuple helpers shared by the conntrack (ct_attr.c) and
+ * expectation (exp_attr.c) conversions; private to src/kernel.
+ */
+#ifndef CTSYNCD_KERNEL_ATTR_H
+#define CTSYNCD_KERNEL_ATTR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libmnl/libmnl.h>
+
+#include "kernel.h"
+
+/* A CTA_TUPLE_* nest into `out` (zeroed first; zone 0), checked against `family`. */
+enum kernel_reason kernel_tuple_parse(const struct nlattr *nest, uint8_t family,
+				      struct flow_tuple *out);
+/* Append `t` as nest `type`; false when `cap` is too small. */
+bool kernel_tuple_put(struct nlmsghdr *nlh, size_t cap, uint16_t type, const struct flow_tuple *t);
+
+#endif

@@ -1,0 +1,139 @@
+#!/bin/bash
+# ExpectationSync: an FTP control connection through A's conntrack (the
+# kernel's ftp helper, assigned by nftables) makes an expectation; it
+# reaches B's external expectation cache, B's commit writes it into B's
+# kernel after its master, and its end on A removes it from B.  Then the
+# same against conntrackd 1.4.7, both ways.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/pair.sh"
+require_root
+require_cmd conntrack python3 nft
+modprobe nf_conntrack_ftp 2>/dev/null
+[[ -d /sys/module/nf_conntrack_ftp ]] || { echo "no nf_conntrack_ftp module: skipped" >&2; exit 77; }
+
+pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
+conf_both() {
+	pair_conf A FTFW "Options { ExpectationSync on }"
+	pair_conf B FTFW "Options { ExpectationSync on }"
+}
+conf_both
+
+# The ftp helper on port 21 of the side's own address (traffic over lo is tracked).
+for ns in "$NS_A" "$NS_B"; do
+	ip netns exec "$ns" nft -f - <<'NFT'
+table inet ftp {
+	ct helper ftp-std { type "ftp" protocol tcp; }
+	chain out { type filter hook output priority 0; tcp dport 21 ct helper set "ftp-std"; }
+}
+NFT
+	ip -n "$ns" link set lo up
+done
+
+# ftp_session SIDE DATAPORT: a control connection to port 21 whose client
+# announces "PORT addr,DATAPORT"; kept open (the master must live) until
+# killed ($FTP_PID).  The helper reads a command only where a line starts,
+# and it learns where lines start from the lines before: hence USER first.
+ftp_session() {
+	local ns addr
+	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	ip netns exec "$ns" timeout 120 python3 -c '
+import socket, sys, time
+addr, port = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((addr, 21)); srv.listen(1)
+cli = socket.create_connection((addr, 21)); conn, _ = srv.accept()
+conn.sendall(b"220 ready\r\n"); cli.recv(100)
+cli.sendall(b"USER anonymous\r\n"); conn.recv(100); conn.sendall(b"230 in\r\n"); cli.recv(100)
+cli.sendall(("PORT %s,%d,%d\r\n" % (addr.replace(".", ","), port >> 8, port & 255)).encode())
+conn.recv(100); conn.sendall(b"200 ok\r\n"); cli.recv(100)
+time.sleep(110)
+' "$addr" "$2" &
+	FTP_PID=$!
+	track_pid $FTP_PID
+}
+
+ns_empty() { [[ -z $(ip netns pids "$1") ]]; }
+# Everything that runs in the two namespaces is this test's: the daemons and the FTP session.
+stop_all() {
+	local ns pid
+	for ns in "$NS_A" "$NS_B"; do
+		for pid in $(ip netns pids "$ns"); do kill -TERM "$pid" 2>/dev/null; done
+		wait_until 5 ns_empty "$ns" || for pid in $(ip netns pids "$ns"); do kill -KILL "$pid"; done
+	done
+	rm -f "$WORK"/*.lock "$WORK"/*.ctl
+}
+kexp_has() { ct_in "$1" -L expect | grep -q -- "$2"; }
+iexp_has() { ctl "$1" -i expect | grep -q -- "$2"; }
+eexp_has() { ctl "$1" -e expect | grep -q -- "$2"; }
+eexp_empty() { [[ -z $(ctl "$1" -e expect) ]]; }
+
+# --- ctsyncd to ctsyncd --------------------------------------------------------------
+pair_start A && pair_start B || { fail "the daemons start"; finish; }
+ftp_session A 51210
+check "A's kernel has the FTP expectation" wait_until 10 kexp_has A 'dport=51210'
+check "A's internal expectation cache has it, with its helper" \
+	wait_until 5 iexp_has A 'dport=51210 .*master-src=198.18.1.1 .*helper=ftp'
+check "B's external expectation cache has it" wait_until 10 eexp_has B 'dport=51210 .*helper=ftp'
+check "B has the master too" wait_until 5 eval 'ctl B -e | grep -q "dport=21 .*helper=ftp"'
+out=$(ctl B -c)
+check "B's commit writes the expectation: $out" contains "$out" '1 expectations written, 0 failed'
+check "B's kernel has the master with its helper" eval 'ct_in B -L -o extended | grep -q "dport=21 .*helper=ftp"'
+check "B's kernel has the expectation" kexp_has B 'dport=51210'
+k_a=$(ct_in A -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
+k_b=$(ct_in B -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
+check "the two kernels' expectations agree apart from the timeout: [$k_a] [$k_b]" test -n "$k_a" -a "$k_a" = "$k_b"
+ctl B -s expect | grep -q 'committed' && pass "-s expect reports the commit" || fail "-s expect reports the commit"
+ct_in A -F expect >/dev/null
+check "the expectation's end on A empties B's external cache" wait_until 10 eexp_empty B
+j=$(ctl A -s cache --json)
+check "A's expectation counters add up" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])["expectations"]
+assert d["events_new"] >= 1 and d["events_destroy"] >= 1, d
+assert d["events_malformed"] == 0, d
+' "$j"
+
+# --- a helper list that leaves ftp out -------------------------------------------------
+stop_all
+pair_conf A FTFW "Options { ExpectationSync { sip } }"
+pair_start A && pair_start B || { fail "the daemons restart"; finish; }
+ftp_session A 51211
+wait_until 10 kexp_has A 'dport=51211'
+sleep 1
+check "ExpectationSync { sip } leaves the ftp expectation out" eval '! iexp_has A "dport=51211"'
+j=$(ctl A -s cache --json)
+check "... and counts it" python3 -c '
+import json, sys
+assert json.loads(sys.argv[1])["expectations"]["left_out_helper"] >= 1
+' "$j"
+
+# --- with conntrackd 1.4.7, both ways ----------------------------------------------------
+if ! command -v conntrackd >/dev/null; then
+	log "conntrackd 1.4.7 is not installed: the interop half is skipped"
+	finish
+fi
+old_ctl() { local side=$1 ns; [[ $side == A ]] && ns=$NS_A || ns=$NS_B; shift; ip netns exec "$ns" conntrackd -C "$WORK/$side.conf" "$@" 2>/dev/null; }
+restart_pair() {        # restart_pair BINARY_A BINARY_B
+	stop_all
+	conf_both
+	pair_start A "$1" && pair_start B "$2"
+}
+restart_pair "$(command -v conntrackd)" "$CTSYNCD" || { fail "conntrackd 1.4.7 and ctsyncd start"; finish; }
+ftp_session A 51212
+wait_until 10 kexp_has A 'dport=51212'
+check "conntrackd 1.4.7 -> ctsyncd: B's external expectation cache has it" \
+	wait_until 15 eexp_has B 'dport=51212 .*helper=ftp'
+out=$(ctl B -c)
+check "ctsyncd commits what 1.4.7 sent: $out" contains "$out" '1 expectations written, 0 failed'
+check "... into B's kernel" kexp_has B 'dport=51212'
+
+restart_pair "$CTSYNCD" "$(command -v conntrackd)" || { fail "ctsyncd and conntrackd 1.4.7 start"; finish; }
+ftp_session A 51213
+wait_until 10 kexp_has A 'dport=51213'
+check "ctsyncd -> conntrackd 1.4.7: its external expectation cache has it" \
+	wait_until 15 eval 'old_ctl B -e expect | grep -q "dport=51213"'
+old_ctl B -c >/dev/null
+check "conntrackd 1.4.7 commits what ctsyncd sent into B's kernel" wait_until 5 kexp_has B 'dport=51213'
+net=$(old_ctl B -s network)
+check "1.4.7 counts no malformed message" eval '[[ -n $net ]] && ! grep -Eq "(malformed|wrong version|bad size)[^0-9]*[1-9]" <<<"$net"'
+finish
