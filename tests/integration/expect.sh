@@ -62,6 +62,25 @@ stop_all() {
 	done
 	rm -f "$WORK"/*.lock "$WORK"/*.ctl
 }
+# data_conn SIDE PORT: the data connection the expectation announced (the
+# server's side connects to the client's PORT); a related flow, kept open.
+data_conn() {
+	local ns addr
+	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	ip netns exec "$ns" timeout 120 python3 -c '
+import socket, sys, time
+addr, port = sys.argv[1], int(sys.argv[2])
+lst = socket.socket(); lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+lst.bind((addr, port)); lst.listen(1)
+srv = socket.create_connection((addr, port)); cli, _ = lst.accept()
+srv.sendall(b"data\n"); cli.recv(100)
+time.sleep(110)
+' "$addr" "$2" &
+	track_pid $!
+}
+# A kernel's line for a state, without what differs between two kernels (timeout, use).
+kernel_line() { ct_in "$1" -L -o extended | grep -- "$2" | awk '{ $5 = ""; print }' | sed 's/ use=[0-9]*//'; }
+
 kexp_has() { ct_in "$1" -L expect | grep -q -- "$2"; }
 iexp_has() { ctl "$1" -i expect | grep -q -- "$2"; }
 eexp_has() { ctl "$1" -e expect | grep -q -- "$2"; }
@@ -83,8 +102,25 @@ k_a=$(ct_in A -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
 k_b=$(ct_in B -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
 check "the two kernels' expectations agree apart from the timeout: [$k_a] [$k_b]" test -n "$k_a" -a "$k_a" = "$k_b"
 ctl B -s expect | grep -q 'committed' && pass "-s expect reports the commit" || fail "-s expect reports the commit"
-ct_in A -F expect >/dev/null
+
+# The data connection: the expectation is used up, and a related flow appears.
+data_conn A 51210
+check "A's related flow has its master" \
+	wait_until 10 eval 'ctl A -i | grep -q "dport=51210 .*master=tcp:198.18.1.1-198.18.1.1"'
 check "the expectation's end on A empties B's external cache" wait_until 10 eexp_empty B
+check "B has the related flow with its master" \
+	wait_until 10 eval 'ctl B -e | grep -q "dport=51210 .*master=tcp:198.18.1.1-198.18.1.1"'
+out=$(ctl B -c)
+check "B's commit writes the related flow: $out" contains "$out" 'states written .* 0 failed'
+l_a=$(kernel_line A 'dport=51210'); l_b=$(kernel_line B 'dport=51210')
+check "the related flow is the same in both kernels: [$l_a] [$l_b]" test -n "$l_a" -a "$l_a" = "$l_b"
+l_a=$(kernel_line A 'dport=21 '); l_b=$(kernel_line B 'dport=21 ')
+check "and so is its master, helper included: [$l_a] [$l_b]" \
+	eval '[[ -n $l_a && $l_a == "$l_b" && $l_a == *helper=ftp* ]]'
+ctl B -R >/dev/null
+check "B's kernel links the related flow to its master (read back by -R)" \
+	eval 'ctl B -i | grep -q "dport=51210 .*master=tcp:198.18.1.1-198.18.1.1"'
+ct_in A -F expect >/dev/null
 j=$(ctl A -s cache --json)
 check "A's expectation counters add up" python3 -c '
 import json, sys
