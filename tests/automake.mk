@@ -28,8 +28,8 @@ EXTRA_DIST += tests/integration/hotstandby.sh
 TESTS += tests/integration/loss.sh
 TESTS += tests/integration/redundant.sh
 EXTRA_DIST += tests/integration/redundant.sh
-TESTS += tests/integration/expect.sh
-EXTRA_DIST += tests/integration/expect.sh
+TESTS += tests/integration/expect.sh tests/integration/multinode.sh
+EXTRA_DIST += tests/integration/expect.sh tests/integration/multinode.sh
 EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 
