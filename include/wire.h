@@ -181,6 +181,13 @@ enum wire_enc_opt {
 	 * sends it for UDPlite, so its UDPlite flows have no ports in their key.
 	 */
 	WIRE_ENC_UDPLITE_PORTS  = 1u << 2,
+	/*
+	 * The key only: addresses, protocol, ports or ICMP id/type/code, zone.
+	 * For CT_DEL: 1.4.7 sends the whole cached state with a DEL, but its
+	 * receiver (and ours) only looks the key up, in its cache or in the
+	 * kernel; half the bytes of a TCP state's DEL.
+	 */
+	WIRE_ENC_KEY_ONLY       = 1u << 3,
 };
 
 /* What an encoder left out because 1.4.7 would reject it or never sends it. */

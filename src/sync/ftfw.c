@@ -451,7 +451,8 @@ static int encode_flow(struct ftfw *e, uint32_t h, uint8_t hflags, uint32_t seq,
 	if (flow_table_export(e->t, h, &e->txflow) < 0)
 		return -ENOENT;
 	hdr.type = flow_type(*eflags);
-	return wire_ct_encode(e->buf, sizeof(e->buf), &hdr, &e->txflow, e->cfg.enc_opts, NULL);
+	return wire_ct_encode(e->buf, sizeof(e->buf), &hdr, &e->txflow,
+			      e->cfg.enc_opts | (hdr.type == WIRE_T_CT_DEL ? WIRE_ENC_KEY_ONLY : 0), NULL);
 }
 
 int ftfw_msg_size(struct ftfw *e, uint32_t h)
@@ -463,7 +464,8 @@ int ftfw_msg_size(struct ftfw *e, uint32_t h)
 	}
 	if (flow_table_export(e->t, h, &e->txflow) < 0)
 		return -ENOENT;
-	return wire_ct_size(&e->txflow, e->cfg.enc_opts);
+	return wire_ct_size(&e->txflow, e->cfg.enc_opts | (flow_table_flags(e->t, h) & FLOW_ENTRY_DEAD ?
+							    WIRE_ENC_KEY_ONLY : 0));
 }
 
 /* Room for one more data message in flight? (Deviation 3: flow control, not dropping.) */

@@ -22,6 +22,15 @@ static void put_ports_of(struct tlv_out *o, const struct flow *f, unsigned opts,
 	}
 }
 
+static void put_icmp(struct tlv_out *o, const struct flow *f)
+{
+	if (f->attrs & FLOW_A_ICMP) {
+		tlv_put_u8(o, NTA_ICMP_TYPE, f->orig.l4.icmp.type);
+		tlv_put_u8(o, NTA_ICMP_CODE, f->orig.l4.icmp.code);
+		tlv_put_swapped16(o, NTA_ICMP_ID, f->orig.l4.icmp.id);
+	}
+}
+
 /* The per-protocol group, in 1.4.7's order (§1.6). */
 static void put_proto(struct tlv_out *o, const struct flow_full *ff, unsigned opts, unsigned *omit)
 {
@@ -54,13 +63,17 @@ static void put_proto(struct tlv_out *o, const struct flow_full *ff, unsigned op
 		break;
 	case L4_ICMP:
 	case L4_ICMPV6:
-		if (a & FLOW_A_ICMP) {
-			tlv_put_u8(o, NTA_ICMP_TYPE, f->orig.l4.icmp.type);
-			tlv_put_u8(o, NTA_ICMP_CODE, f->orig.l4.icmp.code);
-			tlv_put_swapped16(o, NTA_ICMP_ID, f->orig.l4.icmp.id);
-		}
+		put_icmp(o, f);
 		break;
 	}
+}
+
+/* What names the state besides its addresses: ports, or ICMP's id, type and code. */
+static void put_key_l4(struct tlv_out *o, const struct flow *f, unsigned opts, unsigned *omit)
+{
+	put_ports_of(o, f, opts, omit);
+	if (f->orig.l4proto == L4_ICMP || f->orig.l4proto == L4_ICMPV6)
+		put_icmp(o, f);
 }
 
 static void put_master(struct tlv_out *o, const struct flow_tuple *m, unsigned opts, unsigned *omit)
@@ -164,6 +177,13 @@ static int put_ct(struct tlv_out *o, const struct flow_full *ff, unsigned opts, 
 	if (!family_ok(f->orig.family) || ((a & FLOW_A_MASTER) && !family_ok(ff->ext.master.family)))
 		return -EINVAL;
 	tlv_put_addrs(o, NTA_IPV4, NTA_IPV6, &f->orig);
+	if (opts & WIRE_ENC_KEY_ONLY) {
+		tlv_put_u8(o, NTA_L4PROTO, f->orig.l4proto);
+		put_key_l4(o, f, opts, omit);
+		if (a & FLOW_A_ZONE)
+			tlv_put_be16(o, NTA_ZONE, f->orig.zone);
+		return 0;
+	}
 	if (a & FLOW_A_STATUS)
 		tlv_put_be32(o, NTA_STATUS, f->status);
 	tlv_put_u8(o, NTA_L4PROTO, f->orig.l4proto);

@@ -60,6 +60,12 @@ assert bad and not any(bad), t
 old -c >/dev/null
 ka=$(ct_in A -L)
 check "1.4.7 commits ctsyncd's DNAT state" contains "$ka" 'src=10.1.0.3 dst=10.1.0.2 sport=1000 dport=53 .*src=10.2.0.9 dst=10.1.0.3 sport=5353 dport=1000'
+# ctsyncd's DELs carry the key only (WIRE_ENC_KEY_ONLY): 1.4.7 must find the state with it.
+ct_in B -D -s 10.1.0.1 >/dev/null
+ct_in B -D -s 10.1.0.5 >/dev/null
+check "ctsyncd's key-only deletes (TCP, ICMP in a zone) empty 1.4.7's external cache of them" \
+	wait_until 10 bash -c "! ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -Eq 'id=77|sport=1000 dport=22'"
+check "... and leave the other state" contains "$(old -e)" 'sport=1000 dport=53'
 
 # --- 20 % loss, each direction ------------------------------------------------------------
 if [[ -x $CTLOAD ]]; then

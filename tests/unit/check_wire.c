@@ -992,6 +992,34 @@ START_TEST(synproxy_zeros_and_values)
 }
 END_TEST
 
+START_TEST(key_only_for_deletes)
+{
+	struct wire_hdr h = { .type = WIRE_T_CT_DEL, .seq = 9 };
+	struct flow_full ff, got;
+	uint8_t buf[256];
+	int n;
+
+	/* The capture's state, in zone 5: addresses, protocol, ports, zone; no state, timeout, mark. */
+	capture_flow(&ff);
+	ff.flow.orig.zone = 5;
+	ff.flow.attrs |= FLOW_A_ZONE;
+	n = wire_ct_encode(buf, sizeof(buf), &h, &ff, WIRE_ENC_TIMEOUT | WIRE_ENC_KEY_ONLY, NULL);
+	assert_hex(buf, (size_t)n, "12 00 002c 00000009 " TCP_KEY " 0006 0020 0005 0000");
+	ck_assert_int_eq(wire_ct_size(&ff, WIRE_ENC_TIMEOUT | WIRE_ENC_KEY_ONLY), n);
+	assert_reason(wire_ct_decode(buf, (size_t)n, &got), WIRE_OK);
+	ck_assert(flow_tuple_equal(&got.flow.orig, &ff.flow.orig));
+	/* ICMP: its id, type and code are the key. */
+	flow_init(&ff, AF_INET, IPPROTO_ICMP, "10.0.0.1", "10.0.0.2");
+	ff.flow.orig.l4.icmp.type = 8;
+	ff.flow.orig.l4.icmp.id = htons(0x1234);
+	ff.flow.attrs |= FLOW_A_ICMP | FLOW_A_STATUS | FLOW_A_TIMEOUT;
+	n = wire_ct_encode(buf, sizeof(buf), &h, &ff, WIRE_ENC_TIMEOUT | WIRE_ENC_KEY_ONLY, NULL);
+	assert_reason(wire_ct_decode(buf, (size_t)n, &got), WIRE_OK);
+	ck_assert(flow_tuple_equal(&got.flow.orig, &ff.flow.orig));
+	ck_assert_uint_eq(got.flow.attrs & (FLOW_A_STATUS | FLOW_A_TIMEOUT), 0);
+}
+END_TEST
+
 START_TEST(roundtrip_zone_mark_status)
 {
 	struct flow_full ff, out;
@@ -2230,6 +2258,7 @@ static Suite *wire_suite(void)
 	tcase_add_loop_test(tc, roundtrip_labels_1_4_256_words, 0, 3);
 	tcase_add_test(tc, labels_word_count_follows_the_highest_bit);
 	tcase_add_test(tc, synproxy_zeros_and_values);
+	tcase_add_test(tc, key_only_for_deletes);
 	tcase_add_test(tc, roundtrip_zone_mark_status);
 	tcase_add_test(tc, timeout_only_when_asked);
 	tcase_add_test(tc, wscale_only_when_asked);
