@@ -45,4 +45,8 @@ if [[ ! -d /proc/sys/net/netfilter ]] && command -v modprobe >/dev/null 2>&1; th
 	modprobe nf_conntrack 2>/dev/null || true
 	modprobe nf_conntrack_netlink 2>/dev/null || true
 fi
+# The expectation tests run FTP through the kernel's ftp helper.
+if command -v modprobe >/dev/null 2>&1 && [[ ! -d /sys/module/nf_conntrack_ftp ]]; then
+	modprobe nf_conntrack_ftp 2>/dev/null || true
+fi
 exit 0

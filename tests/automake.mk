@@ -42,4 +42,4 @@ EXTRA_DIST += tests/interop/alarm.sh
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.
 TESTS += tests/failover/failover.sh
-EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py
+EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py tests/lib/ftp.py

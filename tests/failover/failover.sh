@@ -7,7 +7,10 @@
 #
 #   1. control: no ctsyncd; the connections must break at the failover;
 #   2. ctsyncd with HotStandby (the recommended setup): all 200 survive, the
-#      new primary drops no packet as invalid (zero-gap takeover); then the
+#      new primary drops no packet as invalid (zero-gap takeover), and an FTP
+#      session opened through the old primary gets its passive data
+#      connection through the new one (the expectation was replicated and
+#      committed; the policy lets it in only as related); then the
 #      old primary comes back, resynchronises, takes the addresses back, and
 #      the connections survive that too; the purges scheduled by the backup
 #      hooks leave every live state in place;
@@ -45,6 +48,21 @@ bulk_states() {
 	wait_until 30 bash -c "'$CTSYNCD' -C '$WORK/fw2.conf' -s cache --json |
 		python3 -c 'import json,sys; sys.exit(json.load(sys.stdin)[\"external_cache\"][\"active\"] < $BULK + $1)'"
 }
+
+# ftp_start DATA_PORT: an FTP server and a client that logs in, asks for
+# passive mode, then waits for $WORK/ftp.go before it opens the data connection.
+FTP_PY=$(cd "$(dirname "$0")/../lib" && pwd)/ftp.py
+ftp_start() {
+	rm -f "$WORK/ftp.go" "$WORK/ftp.json"
+	ip netns exec "$NS_SV" python3 "$FTP_PY" server --bind "$FO_SERVER" --data-port "$1" \
+		--pid-file "$WORK/ftpd.pid" >>"$WORK/ftpd.log" 2>&1 &
+	track_pid $!
+	wait_until 5 test -s "$WORK/ftpd.pid"
+	ip netns exec "$NS_CL" python3 "$FTP_PY" client --connect "$FO_SERVER" --go-file "$WORK/ftp.go" \
+		--result-file "$WORK/ftp.json" >>"$WORK/ftp.log" 2>&1 &
+	track_pid $!
+}
+ftp_control_up() { ip netns exec "$NS_FW1" conntrack -L expect 2>/dev/null | grep -q 'helper=ftp'; }
 
 # wait_vip N T0: wait until fwN holds the addresses; prints ms since T0, or "none".
 wait_vip() { if wait_until 20 fo_has_vip "$1"; then fo_ms_since "$2"; else echo none; fi; }
@@ -106,6 +124,10 @@ start_pair yes "HotStandby on
 check "hot: fw2 has $BULK states of a busy firewall" bulk_states 0
 fo_start_client hot "$LONG" 40 --quiet "$QUIET"
 check "hot: $LONG long connections are established" wait_until 20 test -e "$WORK/hot.ready"
+ftp_start 40021
+check "hot: the FTP control connection is up through fw1" wait_until 10 ftp_control_up
+check "hot: fw2 holds fw1's expectation for the data connection" \
+	wait_until 10 eval '"$CTSYNCD" -C "$WORK/fw2.conf" -e expect | grep -q "dport=40021 .*helper=ftp"'
 check "hot: fw2's kernel already holds the $LONG states (HotStandby)" \
 	wait_until 10 bash -c "(( \$(ip netns exec $NS_FW2 conntrack -L -p tcp --dport $FO_PORT --state ESTABLISHED 2>/dev/null | grep -c .) >= $LONG ))"
 sleep 1
@@ -115,6 +137,10 @@ check "hot: fw2's hook commits and sends (hook log)" wait_until 10 grep -q 'send
 sleep 4
 invalid_failover=$(fo_invalid 2)
 check "hot: zero-gap takeover: fw2 dropped no packet as invalid ($invalid_failover)" test "$invalid_failover" -eq 0
+touch "$WORK/ftp.go"
+wait_until 15 test -s "$WORK/ftp.json"
+check "hot: the FTP data connection passes fw2 as related ($(cat "$WORK/ftp.json" 2>/dev/null))" \
+	python3 -c 'import json,sys; d = json.load(open(sys.argv[1])); sys.exit(not d["data_ok"])' "$WORK/ftp.json"
 
 # failback: fw1 returns as a backup; its hook starts ctsyncd and asks fw2 for
 # every state; after preempt_delay it takes the addresses back.

@@ -8,10 +8,12 @@
 # fw1 is .1 and fw2 is .2 on each side; the virtual addresses .254 move with
 # keepalived (VRRP), and the client and the server route through them.  Both
 # firewalls forward with a strict nftables policy: established and related
-# packets pass, new ones only as TCP SYN, UDP or ICMP, everything else is
-# dropped, and packets conntrack finds invalid are counted and dropped.  With
-# nf_conntrack_tcp_loose=0 a firewall cannot pick up a TCP connection in the
-# middle: it has to have the state.
+# packets pass, new ones only as TCP SYN to the test's port or to FTP's, UDP
+# or ICMP, everything else is dropped, and packets conntrack finds invalid
+# are counted and dropped.  With nf_conntrack_tcp_loose=0 a firewall cannot
+# pick up a TCP connection in the middle: it has to have the state.  FTP
+# control connections get the kernel's ftp helper, so a passive data
+# connection passes only as related: the firewall needs the expectation.
 #
 # keepalived runs the hook shipped in examples/keepalived, with a
 # configuration made from the shipped keepalived.conf (only interfaces,
@@ -81,11 +83,16 @@ fo_policy() {
 	ip netns exec "$1" nft -f - <<'NFT'
 table inet ctsfo {
 	counter invalid_dropped { }
+	ct helper ftp-std { type "ftp" protocol tcp; }
+	chain pre {
+		type filter hook prerouting priority filter;
+		tcp dport 21 ct helper set "ftp-std"
+	}
 	chain forward {
 		type filter hook forward priority filter; policy drop;
 		ct state invalid counter name invalid_dropped drop
 		ct state established,related accept
-		tcp flags & (fin | syn | rst | ack) == syn ct state new accept
+		tcp dport { 21, 5001 } tcp flags & (fin | syn | rst | ack) == syn ct state new accept
 		meta l4proto { udp, icmp } ct state new accept
 	}
 }
@@ -132,6 +139,7 @@ Sync {
 		Port 3780
 		Interface sync0
 	}
+	Options { ExpectationSync on }
 }
 General {
 	Systemd off
