@@ -5,6 +5,8 @@
 # external cache; A's -s shows the polls and no event; B's states that A
 # commits into its kernel are not sent back to B (no echo), but a later
 # change of one of them on A is; -R, -t, -f and -s runtime still answer.
+# Then A is a HotStandby backup that polls: what it mirrors from B into its
+# kernel is not sent back to B either, neither created nor updated.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
@@ -100,5 +102,25 @@ check "and cancels the purge" test "$(jget '["commit"]["purge_scheduled"]' <<<"$
 int_has() { ctl A -i | grep -Eq -- "$1"; }
 check "the next polls fill the internal cache again" wait_until 10 int_has 'src=10\.40\.0\.1 ' 
 check "the daemons still run" pid_alive "$(head -n1 "$WORK/A.lock")"
+
+# --- HotStandby: a polling backup does not echo its mirror ----------------------------------
+pair_stop A
+pair_stop B
+wait_until 5 bash -c "[[ ! -e '$WORK/A.lock' && ! -e '$WORK/B.lock' ]]"
+ct_in A -F >/dev/null
+ct_in B -F >/dev/null
+MODE_OPTS="HotStandby on" pair_conf A FTFW "" "PollSecs 1"
+pair_conf B FTFW
+pair_start A && pair_start B || { fail "the daemons start again"; finish; }
+ct_in B -I -s 10.50.0.1 -d 10.0.0.2 -p tcp --sport 100 --dport 80 --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300 -m 1
+a_kernel_has() { ct_in A -L | grep -Eq -- "$1"; }
+check "A mirrors B's state into its kernel" wait_until 10 a_kernel_has 'src=10\.50\.0\.1 .*mark=1 '
+check "A polls twice more" wait_until 10 polls_at_least $(($(polls) + 2))
+check "A's polls took the mirrored state in" int_has 'src=10\.50\.0\.1 '
+check "and did not send it back to B" test "$(ext_count 'src=10\.50\.')" -eq 0
+ct_in B -U -s 10.50.0.1 -d 10.0.0.2 -p tcp --sport 100 --dport 80 -m 2 >/dev/null
+check "A mirrors B's update" wait_until 10 a_kernel_has 'src=10\.50\.0\.1 .*mark=2 '
+check "A polls twice more" wait_until 10 polls_at_least $(($(polls) + 2))
+check "and does not send the update back to B" test "$(ext_count 'src=10\.50\.')" -eq 0
 
 finish
