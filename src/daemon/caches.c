@@ -531,6 +531,25 @@ static void poll_go_on(struct caches *c)
 		loop_timer_arm(c->poll_timer, (uint64_t)c->cfg->general.poll_secs * 1000u);
 }
 
+/*
+ * A kernel flush is about to start: a poll that runs would report the
+ * flushed states to the peer as vanished (a flush is never sent), or, after
+ * the internal cache was emptied for a scheduled purge, as new.  Drop it;
+ * it runs again when the flush is done.
+ */
+static void abandon_poll(struct caches *c)
+{
+	if (!c->dump || c->load != LOAD_POLL)
+		return;
+	kernel_dump_cancel(c->dump);
+	c->dump = NULL;
+	forget_acked_dead(c);
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
+	c->poll_due = true;   /* a -R that joined it is answered by the re-read after the flush */
+}
+
 static void on_poll_timer(struct loop *loop, struct loop_timer *timer, void *arg)
 {
 	struct caches *c = arg;
@@ -906,11 +925,14 @@ static int start_purge(struct caches *c, bool scheduled)
 		return 0;
 	if (c->committing)
 		return -EBUSY;
+	abandon_poll(c);
 	rc = kernel_writer_purge(c->writer, AF_UNSPEC, scheduled ? keep_for_purge : keep_excluded,
 				 purge_done, c);
 	if (rc == 0) {
 		c->purging = true;
 		c->n.purges++;
+	} else {
+		poll_go_on(c);   /* the poll abandoned above */
 	}
 	return rc;
 }
@@ -934,6 +956,8 @@ static void on_purge_timer(struct loop *loop, struct loop_timer *timer, void *ar
 	int rc;
 
 	log_notice("scheduled purge: flushing the kernel table and the internal cache");
+	if (!c->committing)
+		abandon_poll(c);
 	flush_internal(c);
 	rc = start_purge(c, true);
 	if (rc < 0)

@@ -4,7 +4,8 @@
 # updated (mark) and deleted on A, one by one and in a burst, reach B's
 # external cache; A's -s shows the polls and no event; B's states that A
 # commits into its kernel are not sent back to B (no echo), but a later
-# change of one of them on A is; -R, -t, -f and -s runtime still answer.
+# change of one of them on A is; -R, -t, -f and -s runtime still answer;
+# -F flushes A's kernel table without telling B, as in event mode.
 # Then A is a HotStandby backup that polls: what it mirrors from B into its
 # kernel is not sent back to B either, neither created nor updated.
 . "$(dirname "$0")/../lib/common.sh"
@@ -101,6 +102,13 @@ check "-f flushes the caches (rc=$rc): $out" contains "$out" 'internal cache flu
 check "and cancels the purge" test "$(jget '["commit"]["purge_scheduled"]' <<<"$(ctl A -s --json)")" = False
 int_has() { ctl A -i | grep -Eq -- "$1"; }
 check "the next polls fill the internal cache again" wait_until 10 int_has 'src=10\.40\.0\.1 ' 
+ctload "$NS_A" create 20000 --proto mixed --timeout 600 --base-addr 10.60.0.1
+check "20000 more states reach B" wait_until 30 ext_count_is 'src=10\.60\.' 20000
+out=$(ctl A -F); rc=$?
+check "-F flushes A's kernel table (rc=$rc): $out" contains "$out" 'kernel flush: [0-9]+ of [0-9]+ states deleted'
+check "A polls twice more" wait_until 10 polls_at_least $(($(polls) + 2))
+check "A's internal cache lost the flushed states" test "$(ctl A -i | grep -c 'src=10\.60\.')" -eq 0
+check "B was not told: its external cache keeps them" test "$(ext_count 'src=10\.60\.')" -eq 20000
 check "the daemons still run" pid_alive "$(head -n1 "$WORK/A.lock")"
 
 # --- HotStandby: a polling backup does not echo its mirror ----------------------------------
