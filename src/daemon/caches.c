@@ -7,6 +7,10 @@
  * own events are dropped in the kernel by a socket filter on the event
  * socket, so a commit of a million states can neither overrun that socket
  * nor echo the states back to the peer (conntrackd 1.4.7 did both).
+ *
+ * With PollSecs there is no event socket: a loop timer runs the same load
+ * as the resync after an overrun (a dump, then a sweep of what vanished)
+ * every PollSecs seconds, counted from the end of the previous one.
  */
 #include "build-config.h"
 #include "caches.h"
@@ -17,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "config.h"
 #include "control_server.h"
@@ -54,6 +59,14 @@ enum load_kind {
 	LOAD_STARTUP,     /* fill the internal cache, tell nobody */
 	LOAD_REDUMP,      /* -R: refresh from the kernel, tell nobody, sweep what vanished */
 	LOAD_RESYNC,      /* after an overrun: refresh, tell the listener, sweep */
+	LOAD_POLL,        /* PollSecs: the same as LOAD_RESYNC, from a timer */
+};
+
+/* What the last completed poll found. */
+struct poll_result {
+	uint64_t unix_time;               /* when it ended, s since the epoch */
+	uint64_t duration_ms;
+	uint64_t states, told_new, told_updated, vanished;
 };
 
 struct waiters {
@@ -93,6 +106,13 @@ struct caches {
 	struct waiters load_waiters;
 	bool resync_again;                /* another overrun during the resync */
 	uint64_t load_filtered;           /* dumped states the Filter left out */
+	uint64_t load_told_new, load_told_updated;
+
+	/* PollSecs: the timer between polls, and a poll put off by another load */
+	struct loop_timer *poll_timer;
+	bool poll_due;
+	uint64_t polls, polls_delayed;
+	struct poll_result last_poll;
 
 	/* the commit in progress */
 	bool committing;
@@ -293,8 +313,14 @@ static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct
 	load_mark(c, handle, LOAD_SEEN);
 	if (!notify && (rc == FLOW_UPSERT_INSERTED || rc == FLOW_UPSERT_REVIVED) && c->listener.loaded)
 		c->listener.loaded(c->listener.arg, handle);
-	if (notify && rc != FLOW_UPSERT_UNCHANGED)
+	if (notify && rc != FLOW_UPSERT_UNCHANGED) {
 		tell(c, handle, rc == FLOW_UPSERT_UPDATED ? KERNEL_EV_UPDATE : KERNEL_EV_NEW);
+		/* Only a poll reports these: no event comes while it runs. */
+		if (c->dump && rc == FLOW_UPSERT_UPDATED)
+			c->load_told_updated++;
+		else if (c->dump)
+			c->load_told_new++;
+	}
 	return handle;
 }
 
@@ -350,6 +376,29 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 }
 
 static void start_load(struct caches *c, enum load_kind kind);
+static void poll_go_on(struct caches *c);
+
+/* Loads whose changes the peer must learn: the kernel changed without telling us. */
+static bool load_tells(const struct caches *c)
+{
+	return c->load == LOAD_RESYNC || c->load == LOAD_POLL;
+}
+
+/*
+ * A poll has no port id to recognise our own writes by, so it would send
+ * the peer back every state that a commit or HotStandby's mirror wrote
+ * into this kernel.  A dumped state that is in the external cache is the
+ * peer's own: it is taken in silently when this node mirrors the peer
+ * (HotStandby backup), or when the internal cache does not know it yet (a
+ * commit wrote it).  Once taken, its later changes are this node's
+ * traffic and are sent as usual, as events would send them.
+ */
+static bool poll_is_peers_own(struct caches *c, const struct flow_full *ff, uint32_t handle)
+{
+	if (c->load != LOAD_POLL || !flow_table_lookup(c->external, &ff->flow.orig))
+		return false;
+	return c->mirroring || !handle || (flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD);
+}
 
 static void on_overrun(void *arg, uint32_t rcvbuf)
 {
@@ -385,7 +434,7 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 			load_mark(c, handle, LOAD_SEEN);
 		return;
 	}
-	if (handle && c->load == LOAD_RESYNC && (ff->flow.attrs & FLOW_A_TIMEOUT) &&
+	if (handle && load_tells(c) && (ff->flow.attrs & FLOW_A_TIMEOUT) &&
 	    !(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD)) {
 		/*
 		 * A timeout always differs from the cached one (it runs down):
@@ -402,7 +451,7 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 			ff = &c->scratch;
 		}
 	}
-	store_local(c, KERNEL_EV_NEW, ff, c->load == LOAD_RESYNC, handle);
+	store_local(c, KERNEL_EV_NEW, ff, load_tells(c) && !poll_is_peers_own(c, ff, handle), handle);
 }
 
 /* The deletions caches_forget_dead() put off until the end of the load. */
@@ -422,7 +471,7 @@ static uint64_t sweep_unseen(struct caches *c)
 	while ((h = flow_table_next(c->internal, &cursor)) != 0) {
 		if (load_marked(c, h, LOAD_SEEN) || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
 			continue;
-		if (c->load == LOAD_RESYNC)
+		if (load_tells(c))
 			drop_local(c, h);
 		else
 			forget_local(c, h);
@@ -453,14 +502,28 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 			   strerror(-err));
 	} else {
 		const char *what = kind == LOAD_STARTUP ? "loaded" : kind == LOAD_REDUMP ? "re-read" :
-				   "resynchronised";
+				   kind == LOAD_POLL ? "polled" : "resynchronised";
 
 		uint64_t kept = st->flows - (c->load_filtered < st->flows ? c->load_filtered : st->flows);
 
-		log_notice("kernel table %s: %llu states in %llu ms (%llu left out by the Filter), "
-			   "%llu vanished states removed%s", what, (unsigned long long)kept,
-			   (unsigned long long)ms, (unsigned long long)(st->flows - kept),
-			   (unsigned long long)swept, err == -EINTR ? " (the table changed during the dump)" : "");
+		if (kind == LOAD_POLL) {
+			c->polls++;
+			c->last_poll = (struct poll_result) {
+				.unix_time = (uint64_t)time(NULL),
+				.duration_ms = ms,
+				.states = kept,
+				.told_new = c->load_told_new,
+				.told_updated = c->load_told_updated,
+				.vanished = swept,
+			};
+		}
+		/* A poll is not logged: a line every PollSecs would drown the log; -s shows the last. */
+		if (kind != LOAD_POLL || err == -EINTR)
+			log_notice("kernel table %s: %llu states in %llu ms (%llu left out by the Filter), "
+				   "%llu vanished states removed%s", what, (unsigned long long)kept,
+				   (unsigned long long)ms, (unsigned long long)(st->flows - kept),
+				   (unsigned long long)swept,
+				   err == -EINTR ? " (the table changed during the dump)" : "");
 		finish_all(&c->load_waiters, CTL_STATUS_OK,
 			   "kernel table re-read: %llu states in %llu ms (%llu left out by the Filter), "
 			   "%llu vanished states removed", (unsigned long long)kept, (unsigned long long)ms,
@@ -468,14 +531,68 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 	}
 	if (c->resync_again || err == -EINTR) {
 		c->resync_again = false;
-		start_load(c, LOAD_RESYNC);
+		start_load(c, c->poll_timer ? LOAD_POLL : LOAD_RESYNC);
 	} else if (c->expects) {
-		/* Now that the masters are in: 1.4.7 keeps only expectations whose master it has. */
-		int rc = expects_load(c->expects, kind == LOAD_RESYNC, NULL);
+		/*
+		 * Now that the masters are in (1.4.7 keeps only expectations whose
+		 * master it has): the expectations, told to the peer when the
+		 * load tells (a poll has no expectation events either).
+		 */
+		int rc = expects_load(c->expects, kind == LOAD_RESYNC || kind == LOAD_POLL, NULL);
 
 		if (rc < 0)
 			log_error("cannot dump the kernel's expectations: %s", strerror(-rc));
 	}
+	poll_go_on(c);
+}
+
+/*
+ * After a load or a kernel flush: run the poll that had to wait for it, or
+ * else arm the next one PollSecs later, so that polls never overlap.
+ */
+static void poll_go_on(struct caches *c)
+{
+	if (!c->poll_timer || c->dump || c->purging)
+		return;
+	if (c->poll_due) {
+		c->poll_due = false;
+		start_load(c, LOAD_POLL);
+	}
+	if (!c->dump && !loop_timer_armed(c->poll_timer))
+		loop_timer_arm(c->poll_timer, (uint64_t)c->cfg->general.poll_secs * 1000u);
+}
+
+/*
+ * A kernel flush is about to start: a poll that runs would report the
+ * flushed states to the peer as vanished (a flush is never sent), or, after
+ * the internal cache was emptied for a scheduled purge, as new.  Drop it;
+ * it runs again when the flush is done.
+ */
+static void abandon_poll(struct caches *c)
+{
+	if (!c->dump || c->load != LOAD_POLL)
+		return;
+	kernel_dump_cancel(c->dump);
+	c->dump = NULL;
+	forget_acked_dead(c);
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
+	c->poll_due = true;   /* a -R that joined it is answered by the re-read after the flush */
+}
+
+static void on_poll_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct caches *c = arg;
+
+	/*
+	 * Another load (-R) or a kernel flush runs: poll when it ends, so
+	 * that a poll never sees half a flush and tells the peer about it.
+	 */
+	if (c->dump || c->purging)
+		c->polls_delayed++;
+	c->poll_due = true;
+	poll_go_on(c);
 }
 
 static void start_load(struct caches *c, enum load_kind kind)
@@ -485,6 +602,7 @@ static void start_load(struct caches *c, enum load_kind kind)
 
 	c->load = kind;
 	c->load_filtered = 0;
+	c->load_told_new = c->load_told_updated = 0;
 	c->load_started_ms = loop_now_ms(c->loop);
 	if (kind == LOAD_RESYNC)
 		c->n.resyncs++;
@@ -836,6 +954,7 @@ static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_wr
 			  strerror(-err));
 		finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: kernel flush failed: %s",
 			   strerror(-err));
+		poll_go_on(c);
 		return;
 	}
 	log_notice("kernel flush: %llu of %llu states deleted", (unsigned long long)st->ok,
@@ -847,6 +966,7 @@ static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_wr
 	 */
 	if (!c->dump)
 		start_load(c, LOAD_REDUMP);
+	poll_go_on(c);
 	finish_all(&c->purge_waiters, CTL_STATUS_OK, "kernel flush: %llu of %llu states deleted",
 		   (unsigned long long)st->ok, (unsigned long long)seen);
 }
@@ -859,11 +979,14 @@ static int start_purge(struct caches *c, bool scheduled)
 		return 0;
 	if (c->committing)
 		return -EBUSY;
+	abandon_poll(c);
 	rc = kernel_writer_purge(c->writer, AF_UNSPEC, scheduled ? keep_for_purge : keep_excluded,
 				 purge_done, c);
 	if (rc == 0) {
 		c->purging = true;
 		c->n.purges++;
+	} else {
+		poll_go_on(c);   /* the poll abandoned above */
 	}
 	return rc;
 }
@@ -887,6 +1010,8 @@ static void on_purge_timer(struct loop *loop, struct loop_timer *timer, void *ar
 	int rc;
 
 	log_notice("scheduled purge: flushing the kernel table and the internal cache");
+	if (!c->committing)
+		abandon_poll(c);
 	flush_internal(c);
 	rc = start_purge(c, true);
 	if (rc < 0)
@@ -1084,8 +1209,27 @@ void caches_report(struct caches *c, struct report *r)
 	report_u64(r, "resyncs", c->n.resyncs);
 	report_u64(r, "vanished_removed", c->n.swept);
 	report_u64(r, "netlink_buffer_bytes", ev.rcvbuf);
+	report_bool(r, "event_socket", c->events != NULL);
 	report_bool(r, "loading", c->dump != NULL);
 	report_end(r);
+	if (c->poll_timer) {
+		const struct poll_result *p = &c->last_poll;
+		uint64_t now = (uint64_t)time(NULL);
+
+		report_begin(r, "polling");
+		report_u64(r, "poll_secs", c->cfg->general.poll_secs);
+		report_u64(r, "polls", c->polls);
+		report_u64(r, "polls_delayed", c->polls_delayed);
+		report_bool(r, "polling_now", c->dump != NULL && c->load == LOAD_POLL);
+		report_u64(r, "last_poll_unix_time", p->unix_time);
+		report_u64(r, "last_poll_seconds_ago", p->unix_time && now >= p->unix_time ? now - p->unix_time : 0);
+		report_u64(r, "last_poll_ms", p->duration_ms);
+		report_u64(r, "last_poll_states", p->states);
+		report_u64(r, "last_poll_sent_new", p->told_new);
+		report_u64(r, "last_poll_sent_updated", p->told_updated);
+		report_u64(r, "last_poll_vanished", p->vanished);
+		report_end(r);
+	}
 	if (c->cfg->role == CONFIG_ROLE_SYNC) {
 		kernel_writer_get_stats(c->writer, &wr);
 		report_begin(r, "commit");
@@ -1188,6 +1332,11 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		else
 			loop_timer_arm(c->expire_timer, EXPIRE_PASS_MS);
 	}
+	if (err == 0 && cfg->general.poll_secs) {
+		c->poll_timer = loop_timer_new(loop, on_poll_timer, c);   /* armed when the start-up load ends */
+		if (!c->poll_timer)
+			err = -ENOMEM;
+	}
 	if (err == 0) {
 		c->writer = kernel_writer_new(loop, &wopt, &wcb, c, &err);
 		if (!c->writer && !err)
@@ -1219,10 +1368,17 @@ int caches_start(struct caches *c)
 						     .on_overrun = on_overrun };
 	int err = 0;
 
-	if (cfg->general.poll_secs)
-		log_warning("PollSecs is not supported yet; following kernel events instead");
 	if (cfg->general.filter.kernelspace)
 		log_notice("Filter From Kernelspace: this version applies the Filter in user space");
+	if (cfg->general.poll_secs) {
+		log_notice("PollSecs %u: polling the kernel table every %u s instead of following events",
+			   cfg->general.poll_secs, cfg->general.poll_secs);
+		if (cfg->sync.disable_external_cache)
+			log_warning("PollSecs with DisableExternalCache: the states received from the peer "
+				    "go into the kernel, and the next poll sends them back to it");
+		start_load(c, LOAD_STARTUP);
+		return c->dump ? 0 : -EIO;
+	}
 	c->events = kernel_events_open(c->loop, &eo, &ecb, c, &err);
 	if (!c->events) {
 		log_error("cannot subscribe to conntrack events: %s", strerror(-err));
@@ -1265,6 +1421,7 @@ void caches_free(struct caches *c)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
 	loop_timer_free(c->expire_timer);
+	loop_timer_free(c->poll_timer);
 	flow_filter_free(c->filter);
 	flow_table_free(c->internal);
 	flow_table_free(c->external);

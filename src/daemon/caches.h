@@ -43,7 +43,11 @@ struct caches_listener {
 
 /* Returns 0 or -errno.  `seed` randomises the tables' hashes. */
 int caches_new(struct caches **out, const struct config *cfg, struct loop *loop, uint32_t seed);
-/* Subscribe to events and load the kernel table into the internal cache (nothing is sent). */
+/*
+ * Subscribe to events, or with PollSecs arm the polls instead (no event
+ * socket), and load the kernel table into the internal cache (nothing is
+ * sent).
+ */
 int caches_start(struct caches *c);
 void caches_set_listener(struct caches *c, const struct caches_listener *l);
 /* Finish waiting control requests as failed, stop all kernel work, free. */

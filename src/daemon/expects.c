@@ -260,7 +260,11 @@ static void on_dump_done(void *arg, int err, const struct kernel_dump_stats *st)
 	x->seen = NULL;
 	snprintf(text, sizeof(text), "kernel expectations read: %u kept of %llu, %u vanished removed",
 		 kept, (unsigned long long)st->flows, vanished);
-	log_notice("%s", text);
+	/* A telling load comes with every poll (PollSecs): not worth a line each time. */
+	if (x->dump_tells)
+		log_debug("%s", text);
+	else
+		log_notice("%s", text);
 	finish_waiters(x, CTL_STATUS_OK, text);
 }
 
