@@ -65,11 +65,12 @@ make_netns() {
 	echo "$ns"
 }
 
-# wait_until SECONDS command...: poll every 0.1 s, at most SECONDS.
+# wait_until SECONDS command...: poll every 0.1 s, at most SECONDS (by the
+# clock too: a slow command must not stretch the wait).
 wait_until() {
-	local limit=$(($1 * 10)) i
+	local limit=$(($1 * 10)) end=$((SECONDS + $1 + 1)) i
 	shift
-	for ((i = 0; i < limit; i++)); do
+	for ((i = 0; i < limit && SECONDS < end; i++)); do
 		"$@" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
