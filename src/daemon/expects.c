@@ -30,6 +30,7 @@
 #include "wire_format.h"
 
 #define DEFAULT_COMMIT_TIMEOUT 60u      /* s, for an expectation without a usable timeout */
+#define EXPIRE_PERIOD_MS 1000u          /* ALARM: the external table is swept once a second */
 #define LOAD_WAITERS 8
 
 struct exp_counters {
@@ -39,6 +40,7 @@ struct exp_counters {
 	uint64_t commits, committed_ok, committed_failed;
 	uint64_t injected, write_failed;
 	uint64_t loads, vanished;
+	uint64_t expired;
 };
 
 struct expects {
@@ -58,11 +60,28 @@ struct expects {
 	bool dump_tells;
 	struct control_request *waiters[LOAD_WAITERS];
 	unsigned nwaiters;
+
+	struct loop_timer *expire_timer;        /* ALARM only */
 };
 
 static uint32_t now_s(const struct expects *x)
 {
 	return (uint32_t)(loop_now_ms(x->loop) / 1000u);
+}
+
+/* ALARM: drop the peer's expectations not refreshed for CacheTimeout (they are few: one pass). */
+static void on_expire_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct expects *x = arg;
+	uint32_t cursor = 0, h, now = now_s(x);
+
+	(void)loop;
+	while ((h = exp_table_next(x->external, &cursor)) != 0)
+		if (now - exp_table_updated(x->external, h) > x->cfg->sync.cache_timeout) {
+			exp_table_delete(x->external, h);
+			x->n.expired++;
+		}
+	loop_timer_arm(timer, EXPIRE_PERIOD_MS);
 }
 
 int expects_new(struct expects **out, const struct config *cfg, struct loop *loop,
@@ -85,6 +104,15 @@ int expects_new(struct expects **out, const struct config *cfg, struct loop *loo
 		expects_free(x);
 		return err;
 	}
+	/* ALARM: the peer refreshes what it has; what it stops refreshing goes, as states do. */
+	if (cfg->sync.mode == CONFIG_MODE_ALARM && !cfg->sync.disable_external_cache) {
+		x->expire_timer = loop_timer_new(loop, on_expire_timer, x);
+		if (!x->expire_timer) {
+			expects_free(x);
+			return -ENOMEM;
+		}
+		loop_timer_arm(x->expire_timer, EXPIRE_PERIOD_MS);
+	}
 	*out = x;
 	return 0;
 }
@@ -104,6 +132,7 @@ void expects_free(struct expects *x)
 		return;
 	finish_waiters(x, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	kernel_dump_cancel(x->dump);
+	loop_timer_free(x->expire_timer);
 	exp_table_free(x->seen);
 	exp_table_free(x->internal);
 	exp_table_free(x->external);
@@ -470,5 +499,7 @@ void expects_report(struct expects *x, struct report *r)
 	report_u64(r, "write_failed", x->n.write_failed);
 	report_u64(r, "kernel_loads", x->n.loads);
 	report_u64(r, "vanished_removed", x->n.vanished);
+	if (x->expire_timer)
+		report_u64(r, "expired", x->n.expired);
 	report_end(r);
 }

@@ -143,6 +143,20 @@ import json, sys
 assert json.loads(sys.argv[1])["expectations"]["left_out_helper"] >= 1
 ' "$j"
 
+# --- ALARM: expectations are refreshed like states, and expire when they no longer are ------
+stop_all
+MODE_OPTS="RefreshTime 1 CacheTimeout 3" pair_conf A ALARM "Options { ExpectationSync on }"
+MODE_OPTS="RefreshTime 1 CacheTimeout 3" pair_conf B ALARM "Options { ExpectationSync on }"
+pair_start A && pair_start B || { fail "the ALARM pair starts"; finish; }
+ftp_session A 51214
+check "ALARM: B's external expectation cache has A's expectation" wait_until 10 eexp_has B 'dport=51214'
+sleep 4
+check "ALARM: refreshed, it is still there after CacheTimeout" eexp_has B 'dport=51214'
+ctl A -k >/dev/null
+check "ALARM: once A is gone it expires on B" wait_until 10 eexp_empty B
+check "ALARM: ... and is counted as expired" \
+	eval 'ctl B -s cache --json | python3 -c "import json,sys; sys.exit(json.load(sys.stdin)[\"expectations\"][\"expired\"] < 1)"'
+
 # --- with conntrackd 1.4.7, both ways ----------------------------------------------------
 if ! command -v conntrackd >/dev/null; then
 	log "conntrackd 1.4.7 is not installed: the interop half is skipped"
