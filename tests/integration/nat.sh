@@ -1,0 +1,116 @@
+#!/bin/bash
+# NAT made by real traffic: A routes between a client and a server with
+# nftables SNAT (masquerade into ports 61000-61999: address and port
+# rewritten) and DNAT (a port forward, also masqueraded); ctsyncd carries the NAT'ed states to B, whose commit must
+# give the same entries as A's kernel, field by field: original and reply
+# tuples (so the NAT addresses and ports), state, flags, mark.  FTP through
+# the SNAT adds a NAT'ed expectation and a helper-rewritten control stream.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/pair.sh"
+require_root
+require_cmd conntrack nft python3
+modprobe nf_nat_ftp 2>/dev/null
+
+pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
+NS_C=$(make_netns C) && NS_S=$(make_netns S) || exit 99
+ip link add lan netns "$NS_A" type veth peer name eth0 netns "$NS_C"
+ip link add wan netns "$NS_A" type veth peer name eth0 netns "$NS_S"
+ip -n "$NS_A" addr add 198.18.40.1/24 dev lan
+ip -n "$NS_A" addr add 198.18.41.1/24 dev wan
+ip -n "$NS_C" addr add 198.18.40.10/24 dev eth0
+ip -n "$NS_S" addr add 198.18.41.10/24 dev eth0
+for l in "$NS_A lan" "$NS_A wan" "$NS_C eth0" "$NS_S eth0"; do set -- $l; ip -n "$1" link set "$2" up; done
+ip -n "$NS_C" route add default via 198.18.40.1
+ip -n "$NS_S" route add default via 198.18.41.1
+ip netns exec "$NS_A" sysctl -qw net.ipv4.ip_forward=1
+ip netns exec "$NS_A" nft -f - <<'NFT' || { echo "nft failed" >&2; exit 99; }
+table ip nat {
+	ct helper ftp-std { type "ftp" protocol tcp; }
+	chain dnat_in {
+		type nat hook prerouting priority dstnat;
+		iifname "lan" tcp dport 8080 dnat to 198.18.41.10:80
+	}
+	chain helpers {
+		type filter hook forward priority filter;
+		tcp dport 21 ct helper set "ftp-std"
+	}
+	chain snat_out {
+		type nat hook postrouting priority srcnat;
+		oifname "wan" meta l4proto { tcp, udp } masquerade to :61000-61999
+		oifname "wan" masquerade
+	}
+}
+NFT
+pair_conf A FTFW "Options { ExpectationSync on }" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
+pair_conf B FTFW "Options { ExpectationSync on }" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
+pair_start A && pair_start B || { fail "the daemons start"; finish; }
+
+# Servers on S: a line server on 80 and 5001 (UDP too), and an FTP server on 21.
+ip netns exec "$NS_S" timeout 60 python3 -c '
+import socket, threading, time
+def tcp(port):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("198.18.41.10", port)); s.listen(8)
+    while True:
+        c, _ = s.accept(); c.sendall(b"hello\n"); threading.Thread(target=lambda c=c: (time.sleep(55), c.close())).start()
+def udp():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("198.18.41.10", 5353))
+    while True:
+        d, a = u.recvfrom(100); u.sendto(d, a)
+for p in (80, 5001): threading.Thread(target=tcp, args=(p,), daemon=True).start()
+threading.Thread(target=udp, daemon=True).start()
+time.sleep(58)
+' &
+track_pid $!
+ip netns exec "$NS_S" python3 "$(dirname "$0")/../lib/ftp.py" server --bind 198.18.41.10 --data-port 40021 \
+	--pid-file "$WORK/ftpd.pid" --lifetime 50 &
+track_pid $!
+wait_until 5 test -s "$WORK/ftpd.pid"
+
+# Clients on C: two TCP connections, a port forward, UDP, and FTP in passive mode.
+ip netns exec "$NS_C" timeout 60 python3 -c '
+import socket, time
+conns = []
+for port in (5001, 80):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("198.18.40.10", 40000 if port == 5001 else 40001)); s.connect(("198.18.41.10", port)); s.recv(10); conns.append(s)
+f = socket.create_connection(("198.18.40.1", 8080)); f.recv(10); conns.append(f)
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(("198.18.40.10", 40002))
+u.sendto(b"x", ("198.18.41.10", 5353)); u.recvfrom(10)
+open("'"$WORK"'/clients.ready", "w").close()
+time.sleep(55)
+' &
+track_pid $!
+ip netns exec "$NS_C" python3 "$(dirname "$0")/../lib/ftp.py" client --connect 198.18.41.10 \
+	--go-file "$WORK/ftp.go" --result-file "$WORK/ftp.json" --lifetime 50 >/dev/null 2>&1 &
+track_pid $!
+check "the clients reach the server through A" wait_until 10 test -e "$WORK/clients.ready"
+check "A's kernel has the NAT'ed FTP expectation" \
+	wait_until 10 eval 'ct_in A -L expect | grep -q "dport=40021"'
+
+# A kernel's line for a state, without what differs between two kernels (timeout, use, id).
+kernel_line() { ct_in "$1" -L -o extended | grep -- "$2" | awk '{ $5 = ""; print }' | sed 's/ use=[0-9]*//; s/ id=[0-9]*//'; }
+wanted=("sport=40000 dport=5001" "sport=40001 dport=80" "dport=8080" "sport=40002 dport=5353" "dport=21 ")
+for w in "${wanted[@]}"; do
+	check "B's external cache has A's state [$w]" wait_until 10 eval "ctl B -e | grep -q -- '$w'"
+done
+check "... and A's expectation" wait_until 10 eval 'ctl B -e expect | grep -q "dport=40021"'
+out=$(ctl B -c)
+check "B's commit writes them all: $out" contains "$out" '0 failed.*'
+for w in "${wanted[@]}"; do
+	a=$(kernel_line A "$w"); b=$(kernel_line B "$w")
+	check "the same in both kernels: [$a] [$b]" eval '[[ -n $a && $a == "$b" ]]'
+done
+check "the SNAT is real: the reply goes to A's WAN address and a port of the range" \
+	contains "$(kernel_line B 'dport=5001')" 'dst=198.18.41.1 sport=5001 dport=61[0-9]{3} '
+check "the DNAT is real: the reply comes from the server's port 80" \
+	contains "$(kernel_line B 'dport=8080')" 'src=198.18.41.10 dst=198.18.41.1 sport=80 dport=61[0-9]{3} '
+a=$(ct_in A -L expect | grep -o 'proto=6 .*'); b=$(ct_in B -L expect | grep -o 'proto=6 .*')
+check "the NAT'ed expectation is the same in both kernels: [$a] [$b]" eval '[[ -n $a && $a == "$b" ]]'
+touch "$WORK/ftp.go"
+wait_until 10 test -s "$WORK/ftp.json"
+check "the FTP data connection works through A's NAT ($(cat "$WORK/ftp.json" 2>/dev/null))" \
+	python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["data_ok"])' "$WORK/ftp.json"
+check "... and its related state reaches B" \
+	wait_until 10 eval 'ctl B -e | grep -q "dport=40021 .*master="'
+finish
