@@ -307,6 +307,17 @@ struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned re
 /* Stop before the end (no on_done) and free; not from inside on_done. */
 void kernel_dump_cancel(struct kernel_dump *d);
 
+/*
+ * One entry read back by its original tuple and zone (get.c), synchronously:
+ * ctnetlink answers while the request is sent.  0 and *out (as from
+ * kernel_ct_parse()), -ENOENT, or another -errno.
+ */
+struct kernel_getter;
+struct kernel_getter *kernel_getter_new(int *err);
+void kernel_getter_free(struct kernel_getter *g);
+uint32_t kernel_getter_portid(const struct kernel_getter *g);
+int kernel_get(struct kernel_getter *g, const struct flow_tuple *orig, struct flow_full *out);
+
 /* ==== 4. the batched writer ================================================ */
 
 struct kernel_writer;

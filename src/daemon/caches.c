@@ -82,6 +82,7 @@ struct cache_counters {
 	uint64_t resyncs, swept;
 	uint64_t purges, purged;
 	uint64_t expired;
+	uint64_t masters_reread;          /* sequence adjustments learnt by reread_master */
 };
 
 struct caches {
@@ -93,6 +94,8 @@ struct caches {
 	struct kernel_events *events;
 	struct kernel_writer *writer;
 	struct expects *expects;          /* ExpectationSync, or NULL */
+	struct kernel_getter *getter;     /* re-reads a master (reread_master), made when first needed */
+	struct flow_full reread;          /* what it read */
 	struct caches_listener listener;
 	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
 	struct cache_counters n;
@@ -162,7 +165,6 @@ static void finish_all(struct waiters *w, enum ctl_status status, const char *fm
 	w->n = 0;
 }
 
-/* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
 /* An expectation request while ExpectationSync is off. */
 static enum control_result no_expects(struct control_request *req)
 {
@@ -181,6 +183,7 @@ static void on_expect_event(void *arg, const void *msg, size_t len, bool own_wri
 		expects_on_event(c->expects, msg, len, own_write);
 }
 
+/* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
 static enum control_result wait_for(struct waiters *w, struct control_request *req)
 {
 	if (w->n == MAX_WAITERS) {
@@ -344,6 +347,35 @@ static void forget_local(struct caches *c, uint32_t handle)
 	flow_table_delete(c->internal, handle);
 }
 
+/*
+ * A NAT helper that rewrites a command in a control connection (an FTP
+ * PORT through SNAT) changes the master's sequence adjustment without any
+ * event; a takeover without it breaks the control connection at its next
+ * packet.  The related flow that follows such a command is our cue: read
+ * the master back and send it on if its adjustment is new to us.
+ */
+static void reread_master(struct caches *c, const struct flow_tuple *master)
+{
+	uint32_t h = flow_table_lookup(c->internal, master);
+	const struct flow_ext *x;
+	int err = 0;
+
+	if (!h || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
+		return;
+	if (!c->getter && !(c->getter = kernel_getter_new(&err))) {
+		log_warning("cannot read a master state back: %s", strerror(-err));
+		return;
+	}
+	if (kernel_get(c->getter, master, &c->reread) < 0 || !(c->reread.flow.attrs & FLOW_A_NAT_SEQ))
+		return;
+	x = flow_table_ext(c->internal, h);
+	if ((flow_table_flow(c->internal, h)->attrs & FLOW_A_NAT_SEQ) && x &&
+	    memcmp(x->nat_seq, c->reread.ext.nat_seq, sizeof(x->nat_seq)) == 0)
+		return;
+	c->n.masters_reread++;
+	store_local(c, KERNEL_EV_UPDATE, &c->reread, true, h);
+}
+
 static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, bool own_write)
 {
 	struct caches *c = arg;
@@ -358,6 +390,8 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 	case KERNEL_EV_NEW:
 		c->n.events_new++;
 		handle = store_local(c, ev, ff, true, handle);
+		if (ff->flow.attrs & FLOW_A_MASTER)
+			reread_master(c, &ff->ext.master);
 		break;
 	case KERNEL_EV_UPDATE:
 		c->n.events_update++;
@@ -1208,6 +1242,7 @@ void caches_report(struct caches *c, struct report *r)
 	report_u64(r, "overruns", ev.overruns);
 	report_u64(r, "resyncs", c->n.resyncs);
 	report_u64(r, "vanished_removed", c->n.swept);
+	report_u64(r, "masters_reread", c->n.masters_reread);
 	report_u64(r, "netlink_buffer_bytes", ev.rcvbuf);
 	report_bool(r, "event_socket", c->events != NULL);
 	report_bool(r, "loading", c->dump != NULL);
@@ -1409,6 +1444,7 @@ void caches_free(struct caches *c)
 		return;
 	finish_all(&c->commit_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	expects_free(c->expects);
+	kernel_getter_free(c->getter);
 	finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	if (c->dump)

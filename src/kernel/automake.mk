@@ -8,6 +8,7 @@ libctsyncd_a_SOURCES += \
 	src/kernel/nl.c \
 	src/kernel/events.c \
 	src/kernel/dump.c \
+	src/kernel/get.c \
 	src/kernel/writer.c
 
 # Golden ctnetlink messages built with libmnl: parse, build, round trip,

@@ -3,7 +3,8 @@
  * the real loop, for tests/integration/kernel.sh (which runs it inside a
  * namespace of its own; never run it in a namespace you care about).
  *
- *   dump                 print every entry, one canonical line each
+ *   dump                 print every entry, one canonical line each (and
+ *                        its sequence adjustment, if it has one)
  *   events N SECS        print "ready", then N events (or until SECS)
  *   save FILE            dump into FILE (raw struct flow_full records)
  *   load FILE            create FILE's entries (unrelated first), report
@@ -184,11 +185,16 @@ static int dump_with(struct dump_ctx *c, unsigned max_ms)
 
 static void print_each(struct dump_ctx *c, const struct flow_full *ff)
 {
+	const uint32_t *q = ff->ext.nat_seq;
 	char line[512];
 
 	(void)c;
 	canonical(ff, line, sizeof(line));
-	puts(line);
+	/* What conntrack -L cannot show (tests/integration/nat.sh compares it between kernels). */
+	if (ff->flow.attrs & FLOW_A_NAT_SEQ)
+		printf("%s seqadj=%u,%u,%u/%u,%u,%u\n", line, q[0], q[1], q[2], q[3], q[4], q[5]);
+	else
+		puts(line);
 }
 
 static int cmd_dump(void)

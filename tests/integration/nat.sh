@@ -4,12 +4,17 @@
 # rewritten) and DNAT (a port forward, also masqueraded); ctsyncd carries the NAT'ed states to B, whose commit must
 # give the same entries as A's kernel, field by field: original and reply
 # tuples (so the NAT addresses and ports), state, flags, mark.  FTP through
-# the SNAT adds a NAT'ed expectation and a helper-rewritten control stream.
+# the SNAT adds a NAT'ed expectation, and in active mode a control stream
+# that the helper rewrites, so that A adjusts its TCP sequence numbers: B
+# must have the same adjustment (read with tests/integration/kernel-driver).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
 require_cmd conntrack nft python3
 modprobe nf_nat_ftp 2>/dev/null
+DRIVER=${top_builddir:+$top_builddir/tests/integration/kernel-driver}
+DRIVER=${DRIVER:-$(cd "$(dirname "$0")/../.." && pwd)/tests/integration/kernel-driver}
+[[ -x $DRIVER ]] || { echo "$DRIVER is not built (make check builds it)" >&2; exit 99; }
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 NS_C=$(make_netns C) && NS_S=$(make_netns S) || exit 99
@@ -113,4 +118,21 @@ check "the FTP data connection works through A's NAT ($(cat "$WORK/ftp.json" 2>/
 	python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["data_ok"])' "$WORK/ftp.json"
 check "... and its related state reaches B" \
 	wait_until 10 eval 'ctl B -e | grep -q "dport=40021 .*master="'
+
+# Active mode: the client's PORT carries 198.18.40.10, which A rewrites to 198.18.41.1.
+ip netns exec "$NS_C" python3 "$(dirname "$0")/../lib/ftp.py" client --connect 198.18.41.10 --active \
+	--go-file "$WORK/ftp.go" --result-file "$WORK/active.json" --lifetime 30 --linger 30 >/dev/null 2>&1 &
+track_pid $!
+wait_until 10 test -s "$WORK/active.json"
+check "active FTP through A's NAT works ($(cat "$WORK/active.json" 2>/dev/null))" \
+	python3 -c 'import json,sys; sys.exit(not json.load(open(sys.argv[1]))["data_ok"])' "$WORK/active.json"
+dump() { ip netns exec "$1" "$DRIVER" dump 2>/dev/null | sed 's/ tmo=[0-9]*//'; }
+la=$(dump "$NS_A" | grep 'dport=21 ' | grep 'seqadj=')
+check "A adjusts the sequence numbers of the active control connection: $la" test -n "$la"
+sport=$(grep -o 'sport=[0-9]*' <<<"$la" | head -n1)
+check "its data connection's related state reaches B" \
+	wait_until 10 eval '(( $(ctl B -e | grep -c "master=tcp:198.18.40.10-198.18.41.10") >= 2 ))'
+ctl B -c >/dev/null
+lb=$(dump "$NS_B" | grep "$sport dport=21 ")
+check "B's commit gives it the same adjustment: [$la] [$lb]" eval '[[ -n $la && $la == "$lb" ]]'
 finish
