@@ -33,7 +33,17 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *reply);
 
 /*
- * An expectation in the shape of `conntrack -L expect` (exp_format.c): the
+ * `f` in the XML of conntrackd 1.4.7's -i -x / -e -x, one <flow> element:
+ * the original tuple, the reply tuple (FLOW_FMT_REPLY: rebuilt from the
+ * original and the NAT; without it, the empty "unknown" reply that 1.4.7
+ * prints for the states of its external cache), TCP state, timeout
+ * (FLOW_FMT_TIMEOUT), mark, zone, assured, unreplied, helper.  Returns as
+ * flow_format().
+ */
+int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned opts);
+
+/*
+ * An expectation in the shape of `conntrack -L expect`: the
  * timeout, the expected tuple, the mask, the master, flags, class, zone,
  * helper, NAT and expect function.  Returns as flow_format().
  */

@@ -1150,7 +1150,9 @@ static enum control_result answer_redump(struct control_request *req, void *arg)
 
 /* ---- dumps and statistics ----------------------------------------------------------- */
 
-static void dump_table(struct caches *c, struct control_request *req, struct flow_table *t, unsigned opts)
+/* -i / -e: one line per live state, as text (with its age) or, with `xml`, as 1.4.7's XML. */
+static void dump_table(struct caches *c, struct control_request *req, struct flow_table *t, unsigned opts,
+		       bool xml)
 {
 	char line[FLOW_FORMAT_MAX];
 	uint32_t cursor = 0, h, now = now_s(c);
@@ -1162,13 +1164,17 @@ static void dump_table(struct caches *c, struct control_request *req, struct flo
 			continue;
 		if (flow_table_export(t, h, &c->scratch) < 0)
 			continue;
-		n = flow_format(line, sizeof(line), &c->scratch, opts);
+		n = xml ? flow_format_xml(line, sizeof(line), &c->scratch, opts)
+			: flow_format(line, sizeof(line), &c->scratch, opts);
 		if (n < 0)
 			continue;
 		if ((size_t)n >= sizeof(line))
 			n = sizeof(line) - 1;
 		control_request_write(req, line, (size_t)n);
-		control_request_printf(req, " [updated %us ago]\n", now - flow_table_updated(t, h));
+		if (xml)
+			control_request_write(req, "\n", 1);
+		else
+			control_request_printf(req, " [updated %us ago]\n", now - flow_table_updated(t, h));
 	}
 }
 
@@ -1178,10 +1184,13 @@ static enum control_result answer_dump(struct control_request *req, void *arg)
 
 	switch (control_request_code(req)) {
 	case CTL_DUMP_INTERNAL_CT:
-		dump_table(c, req, c->internal, FLOW_FMT_REPLY);
+	case CTL_DUMP_INTERNAL_CT_XML:
+		dump_table(c, req, c->internal, FLOW_FMT_REPLY,
+			   control_request_code(req) == CTL_DUMP_INTERNAL_CT_XML);
 		return CONTROL_DONE;
 	case CTL_DUMP_EXTERNAL_CT:
-		dump_table(c, req, c->external, 0);
+	case CTL_DUMP_EXTERNAL_CT_XML:
+		dump_table(c, req, c->external, 0, control_request_code(req) == CTL_DUMP_EXTERNAL_CT_XML);
 		return CONTROL_DONE;
 	case CTL_DUMP_INTERNAL_EXP:
 	case CTL_DUMP_EXTERNAL_EXP:
@@ -1192,7 +1201,7 @@ static enum control_result answer_dump(struct control_request *req, void *arg)
 	}
 	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n",
 			       ctl_request_name(control_request_code(req)),
-			       "XML dumps are not implemented in this version");
+			       "XML dumps of expectations are not implemented in this version");
 	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
 	return CONTROL_DONE;
 }

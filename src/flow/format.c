@@ -1,11 +1,13 @@
 /*
- * format.c - flows as text lines, for dumps (-i, -e) and logs.
+ * format.c - flows and expectations as text lines, for dumps (-i, -e) and
+ * logs, and flows as conntrackd's XML (-x).
  */
 #include "flow_format.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/netfilter/nf_conntrack_common.h>
@@ -182,5 +184,121 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 		inet_ntop(af, &f->ext.master.dst, dst, sizeof(dst));
 		put(&o, " master=%s:%s-%s", proto_name(f->ext.master.l4proto), src, dst);
 	}
+	return (int)o.len;
+}
+
+/* ---- XML, as conntrackd 1.4.7 prints -i -x and -e -x ------------------------------- */
+
+static void put_xml_tuple(struct out *o, const char *dir, const struct flow_tuple *t, unsigned attrs)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	bool v6 = t->family == AF_INET6;
+
+	inet_ntop(v6 ? AF_INET6 : AF_INET, &t->src, src, sizeof(src));
+	inet_ntop(v6 ? AF_INET6 : AF_INET, &t->dst, dst, sizeof(dst));
+	put(o, "<meta direction=\"%s\"><layer3 protonum=\"%u\" protoname=\"%s\"><src>%s</src>"
+	    "<dst>%s</dst></layer3><layer4 protonum=\"%u\" protoname=\"%s\">", dir,
+	    v6 ? AF_INET6 : AF_INET, v6 ? "ipv6" : "ipv4", src, dst, t->l4proto, proto_name(t->l4proto));
+	/* ICMP's id, type and code are not printed: libnetfilter_conntrack leaves them out. */
+	if (attrs & FLOW_A_PORTS)
+		put(o, "<sport>%u</sport><dport>%u</dport>", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+	put(o, "</layer4></meta>");
+}
+
+int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
+{
+	const struct flow *fl = &f->flow;
+	struct out o = { .buf = buf, .cap = cap };
+
+	if (cap)
+		buf[0] = '\0';
+	put(&o, "<flow>");
+	put_xml_tuple(&o, "original", &fl->orig, fl->attrs);
+	if (opts & FLOW_FMT_REPLY) {
+		struct flow_tuple reply;
+
+		flow_reply_tuple(f, &reply);
+		put_xml_tuple(&o, "reply", &reply, fl->attrs);
+	} else {
+		/* 1.4.7 prints an external state's missing reply tuple this way. */
+		put(&o, "<meta direction=\"reply\"><layer3 protonum=\"0\" protoname=\"unknown\"><src></src>"
+		    "<dst></dst></layer3><layer4 protonum=\"0\" protoname=\"unknown\"></layer4></meta>");
+	}
+	put(&o, "<meta direction=\"independent\">");
+	if (fl->orig.l4proto == IPPROTO_TCP && (fl->attrs & FLOW_A_PROTO_STATE) &&
+	    flow_state_name(IPPROTO_TCP, fl->proto_state))
+		put(&o, "<state>%s</state>", flow_state_name(IPPROTO_TCP, fl->proto_state));
+	if (opts & FLOW_FMT_TIMEOUT)
+		put(&o, "<timeout>%u</timeout>", fl->timeout);
+	if (fl->attrs & FLOW_A_MARK)
+		put(&o, "<mark>%u</mark>", fl->mark);
+	if (fl->orig.zone)
+		put(&o, "<zone>%u</zone>", fl->orig.zone);
+	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
+		put(&o, "<assured/>");
+	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
+		put(&o, "<unreplied/>");
+	put(&o, "</meta>");
+	if ((fl->attrs & FLOW_A_HELPER) && f->ext.helper[0])
+		put(&o, "<helper>%s</helper>", f->ext.helper);
+	put(&o, "</flow>");
+	return (int)o.len;
+}
+
+/* ---- expectations ---------------------------------------------------------------------- */
+
+/* NF_CT_EXPECT_* (linux/netfilter/nf_conntrack_common.h), as conntrack prints them. */
+static const struct {
+	uint32_t bit;
+	const char *name;
+} exp_flags[] = {
+	{ 1u << 0, "PERMANENT" },
+	{ 1u << 1, "INACTIVE" },
+	{ 1u << 2, "USERSPACE" },
+};
+
+static void put_exp_tuple(struct out *o, const char *prefix, const struct flow_tuple *t, bool ports)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+
+	inet_ntop(t->family, t->src.bytes, src, sizeof(src));
+	inet_ntop(t->family, t->dst.bytes, dst, sizeof(dst));
+	put(o, " %ssrc=%s %sdst=%s", prefix, src, prefix, dst);
+	if (ports)
+		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+}
+
+int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x)
+{
+	struct out o = { buf, cap, 0 };
+	bool ports = x->tuple.l4proto == IPPROTO_TCP || x->tuple.l4proto == IPPROTO_UDP ||
+		     x->tuple.l4proto == IPPROTO_UDPLITE || x->tuple.l4proto == IPPROTO_SCTP ||
+		     x->tuple.l4proto == IPPROTO_DCCP;
+
+	if (cap)
+		buf[0] = '\0';
+	put(&o, "%u proto=%u", x->attrs & FLOW_EXP_A_TIMEOUT ? x->timeout : 0, x->tuple.l4proto);
+	put_exp_tuple(&o, "", &x->tuple, ports);
+	put_exp_tuple(&o, "mask-", &x->mask, ports);
+	put_exp_tuple(&o, "master-", &x->master, ports);
+	for (size_t i = 0; i < sizeof(exp_flags) / sizeof(exp_flags[0]); i++)
+		if (x->flags & exp_flags[i].bit)
+			put(&o, " %s", exp_flags[i].name);
+	if (x->attrs & FLOW_EXP_A_CLASS)
+		put(&o, " class=%u", x->class);
+	if (x->master.zone)
+		put(&o, " zone=%u", x->master.zone);
+	if (x->attrs & FLOW_EXP_A_HELPER)
+		put(&o, " helper=%s", x->helper);
+	if (x->attrs & FLOW_EXP_A_NAT) {
+		char nat[INET6_ADDRSTRLEN];
+
+		inet_ntop(x->nat.family, x->nat.src.bytes, nat, sizeof(nat));
+		put(&o, " nat-dir=%s nat-src=%s", x->nat_dir ? "reply" : "original", nat);
+		if (ports)
+			put(&o, " nat-sport=%u", ntohs(x->nat.l4.port.sport));
+	}
+	if (x->attrs & FLOW_EXP_A_FN)
+		put(&o, " fn=%s", x->fn);
 	return (int)o.len;
 }

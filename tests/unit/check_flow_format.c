@@ -106,6 +106,41 @@ START_TEST(ipv6_labels_and_helper)
 }
 END_TEST
 
+/* The lines conntrackd 1.4.7 printed for these states (-i -x, -e -x), without its <id>. */
+START_TEST(xml_is_conntrackds)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	flow_format_xml(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "<flow><meta direction=\"original\"><layer3 protonum=\"2\" protoname=\"ipv4\">"
+		"<src>10.0.0.1</src><dst>10.0.0.2</dst></layer3><layer4 protonum=\"6\" protoname=\"tcp\">"
+		"<sport>1234</sport><dport>80</dport></layer4></meta><meta direction=\"reply\"><layer3 "
+		"protonum=\"2\" protoname=\"ipv4\"><src>10.0.0.2</src><dst>10.0.0.1</dst></layer3><layer4 "
+		"protonum=\"6\" protoname=\"tcp\"><sport>80</sport><dport>1234</dport></layer4></meta><meta "
+		"direction=\"independent\"><state>ESTABLISHED</state><mark>7</mark><assured/></meta></flow>");
+	/* An external state: 1.4.7's empty reply; a helper; unreplied; a zone. */
+	ff.flow.attrs |= FLOW_A_HELPER;
+	strcpy(ff.ext.helper, "ftp");
+	ff.flow.status = IPS_CONFIRMED;
+	ff.flow.orig.zone = 5;
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "<flow><meta direction=\"original\"><layer3 protonum=\"2\" protoname=\"ipv4\">"
+		"<src>10.0.0.1</src><dst>10.0.0.2</dst></layer3><layer4 protonum=\"6\" protoname=\"tcp\">"
+		"<sport>1234</sport><dport>80</dport></layer4></meta><meta direction=\"reply\"><layer3 "
+		"protonum=\"0\" protoname=\"unknown\"><src></src><dst></dst></layer3><layer4 protonum=\"0\" "
+		"protoname=\"unknown\"></layer4></meta><meta direction=\"independent\"><state>ESTABLISHED</state>"
+		"<mark>7</mark><zone>5</zone><unreplied/></meta><helper>ftp</helper></flow>");
+	/* ICMP: no id, type or code (libnetfilter_conntrack's XML has none). */
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_ICMP;
+	ff.flow.attrs = (ff.flow.attrs & ~(FLOW_A_PORTS | FLOW_A_PROTO_STATE)) | FLOW_A_ICMP;
+	flow_format_xml(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_ptr_nonnull(strstr(line, "<layer4 protonum=\"1\" protoname=\"icmp\"></layer4>"));
+	ck_assert_ptr_null(strstr(line, "<state>"));
+}
+END_TEST
+
 START_TEST(short_buffer_is_cut_like_snprintf)
 {
 	char full[FLOW_FORMAT_MAX], small[16];
@@ -145,6 +180,7 @@ int main(void)
 	tcase_add_test(tc, icmp_reply_type_is_the_answer);
 	tcase_add_test(tc, ipv6_labels_and_helper);
 	tcase_add_test(tc, short_buffer_is_cut_like_snprintf);
+	tcase_add_test(tc, xml_is_conntrackds);
 	tcase_add_test(tc, state_names_per_protocol);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
