@@ -114,11 +114,23 @@ struct flow_labels {
 	uint32_t w[FLOW_LABEL_WORDS_MAX];
 };
 
+/*
+ * Packet and byte counters of both directions, as a kernel event carries
+ * them (nf_conntrack_acct).  Only for the moment: tables and the wire do
+ * not keep them; Stats mode logs them with each destroyed flow.
+ */
+struct flow_counters {
+	uint64_t packets[2];            /* original, reply */
+	uint64_t bytes[2];
+	bool present;
+};
+
 /* A whole state, as decoded from the wire or from netlink, before a table stores it. */
 struct flow_full {
 	struct flow flow;
 	struct flow_ext ext;
 	struct flow_labels labels;
+	struct flow_counters counters;  /* zero (and not present) unless a kernel message had them */
 };
 
 /* ---- expectations ------------------------------------------------------------- */
@@ -170,6 +182,6 @@ uint32_t flow_tuple_hash(const struct flow_tuple *t, uint32_t seed);
  * content are equal byte for byte, except labels.w beyond labels.words,
  * which is left as it was.
  */
-void flow_full_normalize(struct flow_full *ff);
+void flow_full_normalize(struct flow_full *ff);   /* counters too: zeroed */
 
 #endif

@@ -96,9 +96,10 @@ enum kernel_event {
  * SPAT = reply dst port when SRC_NAT_DONE and it differs from the original
  * src port; DNAT / DPAT likewise with DST_NAT_DONE, the reply src and the
  * original dst.  Ports only for protocols with ports.  Unknown attributes
- * are ignored (newer kernels add some); counters, use, id, secctx and
- * timestamps are not kept.  Ports are kept for every protocol whose tuple
- * has them (GRE keys included).
+ * are ignored (newer kernels add some); use, id, secctx and timestamps
+ * are not kept, and the packet and byte counters only in ff->counters
+ * (tables do not keep them).  Ports are kept for every protocol whose
+ * tuple has them (GRE keys included).
  */
 enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full *ff,
 				   enum kernel_event *ev);

@@ -26,6 +26,7 @@
 #include "config.h"
 #include "control_server.h"
 #include "expects.h"
+#include "stats_log.h"
 #include "flow_filter.h"
 #include "flow_format.h"
 #include "flow_table.h"
@@ -83,6 +84,7 @@ struct cache_counters {
 	uint64_t purges, purged;
 	uint64_t expired;
 	uint64_t masters_reread;          /* sequence adjustments learnt by reread_master */
+	uint64_t traffic_packets, traffic_bytes;   /* counters of the destroyed flows */
 };
 
 struct caches {
@@ -95,6 +97,7 @@ struct caches {
 	struct kernel_writer *writer;
 	struct expects *expects;          /* ExpectationSync, or NULL */
 	struct kernel_getter *getter;     /* re-reads a master (reread_master), made when first needed */
+	struct stats_log *stats_log;      /* Stats mode: the log of destroyed flows, or NULL */
 	struct flow_full reread;          /* what it read */
 	struct caches_listener listener;
 	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
@@ -399,6 +402,11 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 		break;
 	case KERNEL_EV_DESTROY:
 		c->n.events_destroy++;
+		if (ff->counters.present) {
+			c->n.traffic_packets += ff->counters.packets[0] + ff->counters.packets[1];
+			c->n.traffic_bytes += ff->counters.bytes[0] + ff->counters.bytes[1];
+		}
+		stats_log_flow(c->stats_log, ff);
 		if (handle)
 			drop_local(c, handle);
 		else
@@ -1256,6 +1264,11 @@ void caches_report(struct caches *c, struct report *r)
 	report_bool(r, "event_socket", c->events != NULL);
 	report_bool(r, "loading", c->dump != NULL);
 	report_end(r);
+	/* What 1.4.7 calls "traffic processed": the counters of the flows destroyed (nf_conntrack_acct). */
+	report_begin(r, "traffic_processed");
+	report_u64(r, "packets", c->n.traffic_packets);
+	report_u64(r, "bytes", c->n.traffic_bytes);
+	report_end(r);
 	if (c->poll_timer) {
 		const struct poll_result *p = &c->last_poll;
 		uint64_t now = (uint64_t)time(NULL);
@@ -1386,6 +1399,9 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 		if (!c->writer && !err)
 			err = -ENOMEM;
 	}
+	if (err == 0 && cfg->role == CONFIG_ROLE_STATS &&
+	    (err = stats_log_open(&c->stats_log, &cfg->stats, loop)) < 0)
+		log_error("Stats: cannot open LogFile %s: %s", cfg->stats.logfile, strerror(-err));
 	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.expectation_sync)
 		err = expects_new(&c->expects, cfg, loop, c->internal, c->writer, seed ^ 0x27d4eb2fu);
 	if (err) {
@@ -1447,12 +1463,18 @@ struct expects *caches_expects(struct caches *c)
 	return c->expects;
 }
 
+int caches_reopen_logs(struct caches *c)
+{
+	return stats_log_reopen(c->stats_log);
+}
+
 void caches_free(struct caches *c)
 {
 	if (!c)
 		return;
 	finish_all(&c->commit_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	expects_free(c->expects);
+	stats_log_free(c->stats_log);
 	kernel_getter_free(c->getter);
 	finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");
 	finish_all(&c->load_waiters, CTL_STATUS_FAILED, "ctsyncd: the daemon is exiting");

@@ -57,6 +57,8 @@ void caches_free(struct caches *c);
 int caches_register(struct caches *c, struct control_server *ctl);
 
 struct flow_table *caches_internal(struct caches *c);
+/* SIGHUP: reopen Stats mode's log of destroyed flows.  0 or -errno. */
+int caches_reopen_logs(struct caches *c);
 /* The expectation caches (expects.h), or NULL when ExpectationSync is off. */
 struct expects *caches_expects(struct caches *c);
 struct flow_table *caches_external(struct caches *c);

@@ -51,12 +51,15 @@ static void on_terminate(struct loop *loop, int signo, void *arg)
 
 static void on_hangup(struct loop *loop, int signo, void *arg)
 {
+	struct daemon *d = arg;
 	int err = log_reopen();
 
 	if (err < 0)
 		log_error("cannot reopen the log file after SIGHUP: %s", strerror(-err));
 	else
 		log_notice("log file reopened (SIGHUP)");
+	if (d->caches && (err = caches_reopen_logs(d->caches)) < 0)
+		log_error("cannot reopen the Stats log file after SIGHUP: %s", strerror(-err));
 }
 
 static void on_watchdog(struct loop *loop, struct loop_timer *timer, void *arg)

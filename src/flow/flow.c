@@ -59,6 +59,7 @@ void flow_full_normalize(struct flow_full *ff)
 	struct flow_ext *x = &ff->ext;
 	uint32_t a = f->attrs;
 
+	memset(&ff->counters, 0, sizeof(ff->counters));
 	addr_normalize(&f->orig.src, f->orig.family);
 	addr_normalize(&f->orig.dst, f->orig.family);
 	if (!(a & (FLOW_A_PORTS | FLOW_A_ICMP)))

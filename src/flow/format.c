@@ -139,6 +139,13 @@ static void put_tuple(struct out *o, const struct flow_tuple *t, unsigned attrs)
 		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
 }
 
+static void put_counters(struct out *o, const struct flow_full *f, int dir, unsigned opts)
+{
+	if ((opts & FLOW_FMT_COUNTERS) && f->counters.present)
+		put(o, " packets=%llu bytes=%llu", (unsigned long long)f->counters.packets[dir],
+		    (unsigned long long)f->counters.bytes[dir]);
+}
+
 int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 {
 	const struct flow *fl = &f->flow;
@@ -155,6 +162,7 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 	if (state)
 		put(&o, " %s", state);
 	put_tuple(&o, &fl->orig, fl->attrs);
+	put_counters(&o, f, 0, opts);
 	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
 		put(&o, " [UNREPLIED]");
 	if (opts & FLOW_FMT_REPLY) {
@@ -162,10 +170,12 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 
 		flow_reply_tuple(f, &reply);
 		put_tuple(&o, &reply, fl->attrs);
+		put_counters(&o, f, 1, opts);
 	}
 	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
 		put(&o, " [ASSURED]");
-	put(&o, " mark=%u", fl->mark);
+	if (!(opts & FLOW_FMT_MARK_IF_SET) || (fl->attrs & FLOW_A_MARK))
+		put(&o, " mark=%u", fl->mark);
 	if (fl->orig.zone)
 		put(&o, " zone=%u", fl->orig.zone);
 	if (fl->attrs & FLOW_A_HELPER)

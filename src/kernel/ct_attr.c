@@ -418,6 +418,41 @@ static enum kernel_reason parse_helper(const struct nlattr *nest, struct flow_fu
 	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;
 }
 
+/* CTA_COUNTERS_ORIG / _REPLY: packets and bytes of one direction (64-bit, or the old 32-bit). */
+static enum kernel_reason parse_counters(const struct nlattr *nest, struct flow_counters *c, int dir)
+{
+	struct attr_iter it;
+	const struct nlattr *a;
+	int r;
+
+	iter_init(&it, a_data(nest), a_len(nest));
+	while ((r = iter_next(&it, &a)) > 0) {
+		uint64_t v;
+
+		switch (a_type(a)) {
+		case CTA_COUNTERS_PACKETS:
+		case CTA_COUNTERS_BYTES:
+			NEED(a, 8);
+			v = (uint64_t)a_be32(a) << 32;
+			v |= ntohl(*(const uint32_t *)(a_data(a) + 4));
+			break;
+		case CTA_COUNTERS32_PACKETS:
+		case CTA_COUNTERS32_BYTES:
+			NEED(a, 4);
+			v = a_be32(a);
+			break;
+		default:
+			continue;
+		}
+		if (a_type(a) == CTA_COUNTERS_PACKETS || a_type(a) == CTA_COUNTERS32_PACKETS)
+			c->packets[dir] = v;
+		else
+			c->bytes[dir] = v;
+		c->present = true;
+	}
+	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;
+}
+
 /* CTA_SEQ_ADJ_ORIG / _REPLY into nat_seq[base..base+2]; returns the bits seen (7 = all). */
 static enum kernel_reason parse_seq_adj(const struct nlattr *nest, uint32_t *out, unsigned *seen)
 {
@@ -538,6 +573,7 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 	const struct nlmsghdr *nlh = msg;
 	const struct nfgenmsg *nfg;
 	struct raw_tuple orig = { 0 }, reply = { 0 }, master = { 0 };
+	struct flow_counters counters = { 0 };
 	struct flow *f = &ff->flow;
 	struct attr_iter it;
 	const struct nlattr *a;
@@ -614,6 +650,12 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 		case CTA_SEQ_ADJ_ORIG:
 			why = parse_seq_adj(a, &ff->ext.nat_seq[0], &seq_seen[0]);
 			break;
+		case CTA_COUNTERS_ORIG:
+			why = parse_counters(a, &counters, 0);
+			break;
+		case CTA_COUNTERS_REPLY:
+			why = parse_counters(a, &counters, 1);
+			break;
 		case CTA_SEQ_ADJ_REPLY:
 			why = parse_seq_adj(a, &ff->ext.nat_seq[3], &seq_seen[1]);
 			break;
@@ -655,6 +697,7 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 	if (seq_seen[0] == 7 && seq_seen[1] == 7)
 		f->attrs |= FLOW_A_NAT_SEQ;
 	flow_full_normalize(ff);
+	ff->counters = counters;
 	return KERNEL_OK;
 }
 

@@ -316,6 +316,7 @@ enum wire_reason wire_ct_decode(const void *msg, size_t len, struct flow_full *o
 		return WIRE_R_BAD_TYPE;
 	memset(&out->flow, 0, sizeof(out->flow));
 	memset(&out->ext, 0, sizeof(out->ext));
+	memset(&out->counters, 0, sizeof(out->counters));
 	out->labels.words = 0;
 	tlv_in_init(&in, msg, len, ct_attrs, NTA_MAX);
 	while ((ret = tlv_next(&in, &a)) > 0) {

@@ -5,6 +5,7 @@
  * build -> parse round trips; malformed messages rejected with their reason.
  */
 #include <check.h>
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,6 +702,42 @@ START_TEST(ignores_unknown_and_unkept_attributes)
 	PARSE_OK(nlh, &got, &ev);
 	PARSE_OK(ct_msg(buf, IPCTNL_MSG_CT_NEW, NLM_F_CREATE, &TCP4, &r, IPS_CONFIRMED, 30, 0), &ref, &ev);
 	FLOW_EQ(&ref, &got);
+}
+END_TEST
+
+/* Counters (Stats mode logs them): big-endian 64-bit, or the old 32-bit form. */
+START_TEST(parses_counters_of_both_directions)
+{
+	char buf[BUFSZ];
+	struct tup r = invert(TCP4);
+	struct nlmsghdr *nlh = ct_msg(buf, IPCTNL_MSG_CT_DELETE, 0, &TCP4, &r, IPS_CONFIRMED, 0, 0);
+	struct nlattr *n = mnl_attr_nest_start(nlh, CTA_COUNTERS_ORIG);
+	struct flow_full got;
+	enum kernel_event ev;
+
+	mnl_attr_put_u64(nlh, CTA_COUNTERS_PACKETS, htobe64(0x100000003ull));
+	mnl_attr_put_u64(nlh, CTA_COUNTERS_BYTES, htobe64(114));
+	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_COUNTERS_REPLY);
+	put_be32(nlh, CTA_COUNTERS32_PACKETS, 2);
+	put_be32(nlh, CTA_COUNTERS32_BYTES, 76);
+	mnl_attr_nest_end(nlh, n);
+	PARSE_OK(nlh, &got, &ev);
+	ck_assert(got.counters.present);
+	ck_assert_uint_eq(got.counters.packets[0], 0x100000003ull);
+	ck_assert_uint_eq(got.counters.bytes[0], 114);
+	ck_assert_uint_eq(got.counters.packets[1], 2);
+	ck_assert_uint_eq(got.counters.bytes[1], 76);
+	/* None: not present, zero. */
+	PARSE_OK(ct_msg(buf, IPCTNL_MSG_CT_DELETE, 0, &TCP4, &r, IPS_CONFIRMED, 0, 0), &got, &ev);
+	ck_assert(!got.counters.present);
+	ck_assert_uint_eq(got.counters.bytes[0], 0);
+	/* A counter of the wrong size is rejected. */
+	nlh = ct_msg(buf, IPCTNL_MSG_CT_DELETE, 0, &TCP4, &r, IPS_CONFIRMED, 0, 0);
+	n = mnl_attr_nest_start(nlh, CTA_COUNTERS_ORIG);
+	put_be32(nlh, CTA_COUNTERS_PACKETS, 1);
+	mnl_attr_nest_end(nlh, n);
+	ck_assert_int_eq(kernel_ct_parse(nlh, nlh->nlmsg_len, &got, &ev), KERNEL_R_ATTR_SIZE);
 }
 END_TEST
 
@@ -1437,6 +1474,7 @@ static Suite *kernel_attr_suite(void)
 	tcase_add_test(p, parses_master_tuple);
 	tcase_add_test(p, parses_seq_adj_only_when_complete);
 	tcase_add_test(p, parses_synproxy_in_wire_order);
+	tcase_add_test(p, parses_counters_of_both_directions);
 	tcase_add_test(p, ignores_unknown_and_unkept_attributes);
 	suite_add_tcase(s, p);
 
