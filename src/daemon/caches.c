@@ -26,6 +26,7 @@
 #include "config.h"
 #include "control_server.h"
 #include "expects.h"
+#include "kernel_bpf.h"
 #include "stats_log.h"
 #include "flow_filter.h"
 #include "flow_format.h"
@@ -1412,6 +1413,37 @@ int caches_new(struct caches **out, const struct config *cfg, struct loop *loop,
 	return 0;
 }
 
+/*
+ * Filter From Kernelspace: the Filter as a BPF program after the drop of our
+ * own writes, so the kernel drops what the Filter ignores before it is
+ * copied to us.  The user-space Filter still runs (it decides alone for
+ * what the program passes on unclassified, and keeps the counters).
+ */
+static int set_kernel_filter(struct caches *c)
+{
+	static struct sock_filter prog[BPF_MAXINSNS];
+	/* Room for kernel_events_set_filter's prefix (own port ids). */
+	int n = kernel_bpf_compile(&c->cfg->general.filter, prog, BPF_MAXINSNS - 16);
+	int err;
+
+	if (n == -E2BIG)
+		log_notice("Filter From Kernelspace: the Filter needs more than %d BPF instructions "
+			   "(too many addresses); it is applied in user space", BPF_MAXINSNS - 16);
+	else if (n < 0)
+		log_error("Filter From Kernelspace: cannot compile the Filter: %s; it is applied in "
+			  "user space", strerror(-n));
+	if (n <= 0)
+		return kernel_events_set_filter(c->events, true, NULL, 0);
+	err = kernel_events_set_filter(c->events, true, prog, (unsigned)n);
+	if (err < 0) {
+		log_error("Filter From Kernelspace: the kernel refused the program (%d instructions): %s; "
+			  "the Filter is applied in user space", n, strerror(-err));
+		return kernel_events_set_filter(c->events, true, NULL, 0);
+	}
+	log_notice("Filter From Kernelspace: %d BPF instructions on the event socket", n);
+	return 0;
+}
+
 int caches_start(struct caches *c)
 {
 	const struct config *cfg = c->cfg;
@@ -1428,8 +1460,9 @@ int caches_start(struct caches *c)
 						     .on_overrun = on_overrun };
 	int err = 0;
 
-	if (cfg->general.filter.kernelspace)
-		log_notice("Filter From Kernelspace: this version applies the Filter in user space");
+	if (cfg->general.filter.kernelspace && cfg->general.poll_secs)
+		log_notice("Filter From Kernelspace: with PollSecs there is no event socket; "
+			   "the Filter is applied in user space");
 	if (cfg->general.poll_secs) {
 		log_notice("PollSecs %u: polling the kernel table every %u s instead of following events",
 			   cfg->general.poll_secs, cfg->general.poll_secs);
@@ -1446,7 +1479,10 @@ int caches_start(struct caches *c)
 	}
 	kernel_events_add_own(c->events, kernel_writer_portid(c->writer));
 	/* Our own writes (commit, injection) never reach us: they cannot overrun the socket. */
-	err = kernel_events_set_filter(c->events, true, NULL, 0);
+	if (cfg->general.filter.kernelspace)
+		err = set_kernel_filter(c);
+	else
+		err = kernel_events_set_filter(c->events, true, NULL, 0);
 	if (err < 0)
 		log_warning("cannot filter our own writes out of the event socket: %s", strerror(-err));
 	start_load(c, LOAD_STARTUP);

@@ -1,10 +1,11 @@
 # src/kernel: the only code that talks ctnetlink -- conversion between
 # netlink attributes and flows (pure), the event socket, dumps, and the
 # batched writer.  nl.h is private to this folder.
-noinst_HEADERS += include/kernel.h src/kernel/nl.h
+noinst_HEADERS += include/kernel.h include/kernel_bpf.h src/kernel/nl.h
 libctsyncd_a_SOURCES += \
 	src/kernel/ct_attr.c \
 	src/kernel/exp_attr.c src/kernel/attr.h \
+	src/kernel/bpf_filter.c \
 	src/kernel/nl.c \
 	src/kernel/events.c \
 	src/kernel/dump.c \
@@ -32,3 +33,10 @@ check_PROGRAMS += tests/unit/check_exp
 TESTS += tests/unit/check_exp
 tests_unit_check_exp_CFLAGS = $(UNIT_CFLAGS) $(LIBMNL_CFLAGS)
 tests_unit_check_exp_LDADD = $(UNIT_LIBS)
+
+# Filter From Kernelspace: the compiled program in a BPF interpreter against
+# the user-space Filter, on thousands of events.  No kernel needed.
+check_PROGRAMS += tests/unit/check_bpf_filter
+TESTS += tests/unit/check_bpf_filter
+tests_unit_check_bpf_filter_CFLAGS = $(UNIT_CFLAGS) $(LIBMNL_CFLAGS)
+tests_unit_check_bpf_filter_LDADD = $(UNIT_LIBS)
