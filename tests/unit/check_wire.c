@@ -209,27 +209,20 @@ static void capture_flow(struct flow_full *ff)
 	ff->flow.attrs |= FLOW_A_STATUS | FLOW_A_PROTO_STATE | FLOW_A_TIMEOUT | FLOW_A_MARK;
 }
 
-static const char capture_hex[] =
-	"10 00 0054 6b027a96"
-	"000c 0000 0a000001 0a000002"
-	"0008 0005 0000000e"
-	"0005 0002 06 000000"
-	"0008 0003 04d2 0050"
-	"0005 0004 03 000000"
-	"0008 0006 0000012c"
+#define CAPTURE_ATTRS \
+	"000c 0000 0a000001 0a000002" \
+	"0008 0005 0000000e" \
+	"0005 0002 06 000000" \
+	"0008 0003 04d2 0050" \
+	"0005 0004 03 000000" \
+	"0008 0006 0000012c" \
 	"0008 0007 00000007"
-	"0010 001f 00000000 00000000 00000000";
+
+static const char capture_hex[] =
+	"10 00 0054 6b027a96" CAPTURE_ATTRS "0010 001f 00000000 00000000 00000000";
 
 /* The same state as ctsyncd sends it: without the zero SYNPROXY (ct_encode.c says why). */
-static const char ours_hex[] =
-	"10 00 0044 6b027a96"
-	"000c 0000 0a000001 0a000002"
-	"0008 0005 0000000e"
-	"0005 0002 06 000000"
-	"0008 0003 04d2 0050"
-	"0005 0004 03 000000"
-	"0008 0006 0000012c"
-	"0008 0007 00000007";
+static const char ours_hex[] = "10 00 0044 6b027a96" CAPTURE_ATTRS;
 
 struct field {
 	const char *name;
