@@ -46,10 +46,15 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 
 /*
  * An expectation in the shape of `conntrack -L expect`: the
- * timeout, the expected tuple, the mask, the master, flags, class, zone,
+ * timeout (FLOW_FMT_TIMEOUT; conntrackd's -i expect has none), the expected tuple, the mask, the master, flags, class, zone,
  * helper, NAT and expect function.  Returns as flow_format().
  */
-int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x);
+int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x, unsigned opts);
+/*
+ * The same in the XML of 1.4.7's -i expect -x: the expected, mask and
+ * master tuples, helper, timeout (FLOW_FMT_TIMEOUT) and class.
+ */
+int flow_exp_format_xml(char *buf, size_t cap, const struct flow_exp *x, unsigned opts);
 
 /* "ESTABLISHED", "COOKIE_WAIT", ... for the flow's protocol, or NULL if none. */
 const char *flow_state_name(uint8_t l4proto, uint8_t state);

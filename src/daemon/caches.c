@@ -1203,15 +1203,16 @@ static enum control_result answer_dump(struct control_request *req, void *arg)
 		return CONTROL_DONE;
 	case CTL_DUMP_INTERNAL_EXP:
 	case CTL_DUMP_EXTERNAL_EXP:
+	case CTL_DUMP_INTERNAL_EXP_XML:
+	case CTL_DUMP_EXTERNAL_EXP_XML:
 		if (!c->expects)
 			return no_expects(req);
-		expects_dump(c->expects, req, control_request_code(req) == CTL_DUMP_INTERNAL_EXP);
+		expects_dump(c->expects, req, control_request_code(req) == CTL_DUMP_INTERNAL_EXP ||
+			     control_request_code(req) == CTL_DUMP_INTERNAL_EXP_XML,
+			     control_request_code(req) == CTL_DUMP_INTERNAL_EXP_XML ||
+			     control_request_code(req) == CTL_DUMP_EXTERNAL_EXP_XML);
 		return CONTROL_DONE;
 	}
-	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n",
-			       ctl_request_name(control_request_code(req)),
-			       "XML dumps of expectations are not implemented in this version");
-	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
 	return CONTROL_DONE;
 }
 

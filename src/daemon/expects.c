@@ -452,10 +452,10 @@ int expects_kernel_flush(struct expects *x, struct control_request *req)
 	return rc;
 }
 
-void expects_dump(struct expects *x, struct control_request *req, bool internal)
+void expects_dump(struct expects *x, struct control_request *req, bool internal, bool xml)
 {
 	struct exp_table *t = internal ? x->internal : x->external;
-	char line[512];
+	char line[FLOW_FORMAT_MAX];
 	uint32_t cursor = 0, h, now = now_s(x);
 
 	while ((h = exp_table_next(t, &cursor)) != 0) {
@@ -463,13 +463,17 @@ void expects_dump(struct expects *x, struct control_request *req, bool internal)
 
 		if (exp_table_flags(t, h) & FLOW_ENTRY_DEAD)
 			continue;
-		n = flow_exp_format(line, sizeof(line), exp_table_get(t, h));
+		n = xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
+			: flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
 		if (n < 0)
 			continue;
 		if ((size_t)n >= sizeof(line))
 			n = sizeof(line) - 1;
 		control_request_write(req, line, (size_t)n);
-		control_request_printf(req, " [updated %us ago]\n", now - exp_table_updated(t, h));
+		if (xml)
+			control_request_write(req, "\n", 1);
+		else
+			control_request_printf(req, " [updated %us ago]\n", now - exp_table_updated(t, h));
 	}
 }
 

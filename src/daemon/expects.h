@@ -71,7 +71,8 @@ void expects_write_error(struct expects *x, enum kernel_op op, uint64_t cookie, 
 void expects_flush(struct expects *x, bool internal, bool external, struct control_request *req);
 /* -F expect: flush the kernel's expectation table.  0 or -errno. */
 int expects_kernel_flush(struct expects *x, struct control_request *req);
-void expects_dump(struct expects *x, struct control_request *req, bool internal);
+/* -i / -e expect: text lines (as 1.4.7's, with the age) or, with `xml`, 1.4.7's XML. */
+void expects_dump(struct expects *x, struct control_request *req, bool internal, bool xml);
 /* The expectation sections of -s cache and -s expect. */
 void expects_report(struct expects *x, struct report *r);
 

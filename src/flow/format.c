@@ -278,16 +278,24 @@ static void put_exp_tuple(struct out *o, const char *prefix, const struct flow_t
 		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
 }
 
-int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x)
+static bool exp_has_ports(const struct flow_exp *x)
+{
+	uint8_t p = x->tuple.l4proto;
+
+	return p == IPPROTO_TCP || p == IPPROTO_UDP || p == IPPROTO_UDPLITE || p == IPPROTO_SCTP ||
+	       p == IPPROTO_DCCP;
+}
+
+int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x, unsigned opts)
 {
 	struct out o = { buf, cap, 0 };
-	bool ports = x->tuple.l4proto == IPPROTO_TCP || x->tuple.l4proto == IPPROTO_UDP ||
-		     x->tuple.l4proto == IPPROTO_UDPLITE || x->tuple.l4proto == IPPROTO_SCTP ||
-		     x->tuple.l4proto == IPPROTO_DCCP;
+	bool ports = exp_has_ports(x);
 
 	if (cap)
 		buf[0] = '\0';
-	put(&o, "%u proto=%u", x->attrs & FLOW_EXP_A_TIMEOUT ? x->timeout : 0, x->tuple.l4proto);
+	if (opts & FLOW_FMT_TIMEOUT)
+		put(&o, "%u ", x->attrs & FLOW_EXP_A_TIMEOUT ? x->timeout : 0);
+	put(&o, "proto=%u", x->tuple.l4proto);
 	put_exp_tuple(&o, "", &x->tuple, ports);
 	put_exp_tuple(&o, "mask-", &x->mask, ports);
 	put_exp_tuple(&o, "master-", &x->master, ports);
@@ -310,5 +318,50 @@ int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x)
 	}
 	if (x->attrs & FLOW_EXP_A_FN)
 		put(&o, " fn=%s", x->fn);
+	return (int)o.len;
+}
+
+/* One side (layer 3 or 4) of the three tuples, as 1.4.7's expectation XML has them. */
+static void put_exp_xml_part(struct out *o, const struct flow_exp *x, bool l4)
+{
+	static const char *const names[] = { "expected", "mask", "master" };
+	const struct flow_tuple *t[] = { &x->tuple, &x->mask, &x->master };
+
+	for (int i = 0; i < 3; i++) {
+		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+
+		if (l4) {
+			put(o, "<%s><sport>%u</sport><dport>%u</dport></%s>", names[i],
+			    ntohs(t[i]->l4.port.sport), ntohs(t[i]->l4.port.dport), names[i]);
+			continue;
+		}
+		inet_ntop(t[i]->family, t[i]->src.bytes, src, sizeof(src));
+		inet_ntop(t[i]->family, t[i]->dst.bytes, dst, sizeof(dst));
+		put(o, "<%s><src>%s</src><dst>%s</dst></%s>", names[i], src, dst, names[i]);
+	}
+}
+
+int flow_exp_format_xml(char *buf, size_t cap, const struct flow_exp *x, unsigned opts)
+{
+	struct out o = { buf, cap, 0 };
+	bool v6 = x->tuple.family == AF_INET6;
+
+	if (cap)
+		buf[0] = '\0';
+	put(&o, "<flow><layer3 protonum=\"%u\" protoname=\"%s\">", v6 ? AF_INET6 : AF_INET,
+	    v6 ? "ipv6" : "ipv4");
+	put_exp_xml_part(&o, x, false);
+	put(&o, "</layer3><layer4 protonum=\"%u\" protoname=\"%s\">", x->tuple.l4proto,
+	    proto_name(x->tuple.l4proto));
+	if (exp_has_ports(x))
+		put_exp_xml_part(&o, x, true);
+	put(&o, "</layer4><meta>");
+	if (x->attrs & FLOW_EXP_A_HELPER)
+		put(&o, "<helper-name>%s</helper-name>", x->helper);
+	if ((opts & FLOW_FMT_TIMEOUT) && (x->attrs & FLOW_EXP_A_TIMEOUT))
+		put(&o, "<timeout>%u</timeout>", x->timeout);
+	if (x->attrs & FLOW_EXP_A_CLASS)
+		put(&o, "<class>%u</class>", x->class);
+	put(&o, "</meta></flow>");
 	return (int)o.len;
 }

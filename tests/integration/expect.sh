@@ -175,6 +175,11 @@ ftp_session A 51212
 wait_until 10 kexp_has A 'dport=51212'
 check "conntrackd 1.4.7 -> ctsyncd: B's external expectation cache has it" \
 	wait_until 15 eexp_has B 'dport=51212 .*helper=ftp'
+strip_age() { sed 's/ \[[a-z]* .*\]$//' | sort; }
+old_l=$(old_ctl A -i expect | grep 'dport=51212' | strip_age); new_l=$(ctl B -e expect | grep 'dport=51212' | strip_age)
+check "ctsyncd's -e expect line is 1.4.7's -i expect line: [$new_l]" eval '[[ -n $new_l && $new_l == "$old_l" ]]'
+old_l=$(old_ctl A -i expect -x | grep 'dport>51212<'); new_l=$(ctl B -e expect -x | grep 'dport>51212<')
+check "and its XML too: [$new_l]" eval '[[ -n $new_l && $new_l == "$old_l" ]]'
 out=$(ctl B -c)
 check "ctsyncd commits what 1.4.7 sent: $out" contains "$out" '1 expectations written, 0 failed'
 check "... into B's kernel" kexp_has B 'dport=51212'

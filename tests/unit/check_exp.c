@@ -225,21 +225,35 @@ END_TEST
 
 START_TEST(text_form_is_conntracks)
 {
-	char line[512];
+	char line[FLOW_FORMAT_MAX];
 	struct flow_exp x;
 
 	ftp_exp(&x, 51210);
-	flow_exp_format(line, sizeof(line), &x);
+	flow_exp_format(line, sizeof(line), &x, FLOW_FMT_TIMEOUT);
 	/* What `conntrack -L expect` printed for this expectation (tests/integration/expect.sh). */
 	ck_assert_str_eq(line, "300 proto=6 src=198.18.1.1 dst=198.18.1.1 sport=0 dport=51210 "
 			 "mask-src=255.255.255.255 mask-dst=255.255.255.255 sport=0 dport=65535 "
 			 "master-src=198.18.1.1 master-dst=198.18.1.1 sport=41480 dport=21 class=0 "
 			 "helper=ftp");
-	ck_assert_int_eq(flow_exp_format(line, 10, &x), (int)strlen("300 proto=6 src=198.18.1.1 dst=198.18.1.1 sport=0 dport=51210 "
+	ck_assert_int_eq(flow_exp_format(line, 10, &x, FLOW_FMT_TIMEOUT), (int)strlen("300 proto=6 src=198.18.1.1 dst=198.18.1.1 sport=0 dport=51210 "
 			 "mask-src=255.255.255.255 mask-dst=255.255.255.255 sport=0 dport=65535 "
 			 "master-src=198.18.1.1 master-dst=198.18.1.1 sport=41480 dport=21 class=0 "
 			 "helper=ftp"));
 	ck_assert_uint_eq(strlen(line), 9);
+	/* conntrackd's -i expect has no timeout; its -x (1.4.7's output for such an expectation): */
+	flow_exp_format(line, sizeof(line), &x, 0);
+	ck_assert_str_eq(line, "proto=6 src=198.18.1.1 dst=198.18.1.1 sport=0 dport=51210 "
+			 "mask-src=255.255.255.255 mask-dst=255.255.255.255 sport=0 dport=65535 "
+			 "master-src=198.18.1.1 master-dst=198.18.1.1 sport=41480 dport=21 class=0 "
+			 "helper=ftp");
+	flow_exp_format_xml(line, sizeof(line), &x, 0);
+	ck_assert_str_eq(line, "<flow><layer3 protonum=\"2\" protoname=\"ipv4\"><expected><src>198.18.1.1</src>"
+			 "<dst>198.18.1.1</dst></expected><mask><src>255.255.255.255</src><dst>255.255.255.255"
+			 "</dst></mask><master><src>198.18.1.1</src><dst>198.18.1.1</dst></master></layer3>"
+			 "<layer4 protonum=\"6\" protoname=\"tcp\"><expected><sport>0</sport><dport>51210"
+			 "</dport></expected><mask><sport>0</sport><dport>65535</dport></mask><master><sport>"
+			 "41480</sport><dport>21</dport></master></layer4><meta><helper-name>ftp</helper-name>"
+			 "<class>0</class></meta></flow>");
 }
 END_TEST
 
