@@ -38,8 +38,8 @@ EXTRA_DIST += tests/integration/replication.sh
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh
 EXTRA_DIST += tests/interop/conntrackd.sh
-TESTS += tests/interop/alarm.sh
-EXTRA_DIST += tests/interop/alarm.sh
+TESTS += tests/interop/alarm.sh tests/interop/restarts.sh
+EXTRA_DIST += tests/interop/alarm.sh tests/interop/restarts.sh
 
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.

@@ -169,6 +169,14 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		    !r->cfg->sync.disable_external_cache)
 			caches_flush_external(r->caches);
 		ftfw_request_resync(r->engine);
+		/*
+		 * Beyond 1.4.7: the restarted peer lost what we had sent it, and
+		 * the RESYNC request it may send at once can be among the
+		 * messages taken for old ones until its restart is recognised
+		 * (rx.c), never to be repeated by a 1.4.7 peer.  Send it our
+		 * table unasked, as its -n would have us do.
+		 */
+		ftfw_bulk(r->engine);
 	}
 }
 
