@@ -3,13 +3,22 @@
 # kernel's ftp helper, assigned by nftables) makes an expectation; it
 # reaches B's external expectation cache, B's commit writes it into B's
 # kernel after its master, and its end on A removes it from B.  Then the
-# same against conntrackd 1.4.7, both ways.
+# same against conntrackd 1.4.7, both ways, with the related flow of the data
+# connection and a connlabel on the master (set by nftables) committed too.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
 require_cmd conntrack python3 nft
 modprobe nf_conntrack_ftp 2>/dev/null
 [[ -d /sys/module/nf_conntrack_ftp ]] || { echo "no nf_conntrack_ftp module: skipped" >&2; exit 77; }
+DRIVER=${top_builddir:+$top_builddir/tests/integration/kernel-driver}
+DRIVER=${DRIVER:-$(cd "$(dirname "$0")/../.." && pwd)/tests/integration/kernel-driver}
+[[ -x $DRIVER ]] || { echo "$DRIVER is not built (make check builds it)" >&2; exit 99; }
+# A kernel's entry for the FTP control connection with this client port, helper and labels
+# included (tests/integration/kernel-driver), without its timeout.
+control_line() { side "$1"; ip netns exec "$ns" "$DRIVER" dump 2>/dev/null | grep "sport=$2 dport=21 " | sed 's/ tmo=[0-9]*//'; }
+# The same for the data connection to PORT (a related flow: with its master).
+data_line() { side "$1"; ip netns exec "$ns" "$DRIVER" dump 2>/dev/null | grep "dport=$2 " | grep -v 'dport=21 ' | sed 's/ tmo=[0-9]*//'; }
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 conf_both() {
@@ -23,7 +32,7 @@ for ns in "$NS_A" "$NS_B"; do
 	ip netns exec "$ns" nft -f - <<'NFT'
 table inet ftp {
 	ct helper ftp-std { type "ftp" protocol tcp; }
-	chain out { type filter hook output priority 0; tcp dport 21 ct helper set "ftp-std"; }
+	chain out { type filter hook output priority 0; tcp dport 21 ct helper set "ftp-std"; tcp dport 21 ct label set 5; }
 }
 NFT
 	ip -n "$ns" link set lo up
@@ -183,6 +192,16 @@ check "and its XML too: [$new_l]" eval '[[ -n $new_l && $new_l == "$old_l" ]]'
 out=$(ctl B -c)
 check "ctsyncd commits what 1.4.7 sent: $out" contains "$out" '1 expectations written, 0 failed'
 check "... into B's kernel" kexp_has B 'dport=51212'
+port=$(ct_in A -L expect | grep -o 'dport=51212 .*master-src=[0-9.]* master-dst=[0-9.]* sport=[0-9]*' | grep -o '[0-9]*$')
+a=$(control_line A "$port"); b=$(control_line B "$port")
+check "the master from 1.4.7 is committed with its helper and label: [$b]" \
+	eval '[[ -n $a && $a == "$b" && $a == *helper=ftp* && $a == *labels=0x00000020* ]]'
+data_conn A 51212
+check "1.4.7's related flow reaches ctsyncd with its master" \
+	wait_until 15 eval 'ctl B -e | grep -q "dport=51212 .*master=tcp:198.18.1.1-198.18.1.1"'
+ctl B -c >/dev/null
+a=$(data_line A 51212); b=$(data_line B 51212)
+check "ctsyncd commits it, linked to its master: [$b]" eval '[[ -n $a && $a == "$b" && $a == *master=* ]]'
 
 restart_pair "$CTSYNCD" "$(command -v conntrackd)" || { fail "ctsyncd and conntrackd 1.4.7 start"; finish; }
 ftp_session A 51213
@@ -191,6 +210,16 @@ check "ctsyncd -> conntrackd 1.4.7: its external expectation cache has it" \
 	wait_until 15 eval 'old_ctl B -e expect | grep -q "dport=51213"'
 old_ctl B -c >/dev/null
 check "conntrackd 1.4.7 commits what ctsyncd sent into B's kernel" wait_until 5 kexp_has B 'dport=51213'
+port=$(ct_in A -L expect | grep -o 'dport=51213 .*master-src=[0-9.]* master-dst=[0-9.]* sport=[0-9]*' | grep -o '[0-9]*$')
+a=$(control_line A "$port"); b=$(control_line B "$port")
+check "the master from ctsyncd is committed by 1.4.7 with its helper and label: [$b]" \
+	eval '[[ -n $a && $a == "$b" && $a == *helper=ftp* && $a == *labels=0x00000020* ]]'
+data_conn A 51213
+check "ctsyncd's related flow reaches 1.4.7" wait_until 15 eval 'old_ctl B -e | grep -q "dport=51213"'
+old_ctl B -c >/dev/null
+a=$(data_line A 51213); b=$(data_line B 51213)
+check "1.4.7 commits it, linked to its master: [$b]" \
+	wait_until 5 eval '[[ -n $a && $(data_line B 51213) == "$a" && $a == *master=* ]]'
 net=$(old_ctl B -s network)
 check "1.4.7 counts no malformed message" eval '[[ -n $net ]] && ! grep -Eq "(malformed|wrong version|bad size)[^0-9]*[1-9]" <<<"$net"'
 finish

@@ -4,7 +4,7 @@
  * namespace of its own; never run it in a namespace you care about).
  *
  *   dump                 print every entry, one canonical line each (and
- *                        its sequence adjustment, if it has one)
+ *                        its sequence adjustment, master and labels, if any)
  *   events N SECS        print "ready", then N events (or until SECS)
  *   save FILE            dump into FILE (raw struct flow_full records)
  *   load FILE            create FILE's entries (unrelated first), report
@@ -190,11 +190,24 @@ static void print_each(struct dump_ctx *c, const struct flow_full *ff)
 
 	(void)c;
 	canonical(ff, line, sizeof(line));
-	/* What conntrack -L cannot show (tests/integration/nat.sh compares it between kernels). */
+	/* What conntrack -L cannot show (nat.sh and expect.sh compare them between kernels). */
+	fputs(line, stdout);
 	if (ff->flow.attrs & FLOW_A_NAT_SEQ)
-		printf("%s seqadj=%u,%u,%u/%u,%u,%u\n", line, q[0], q[1], q[2], q[3], q[4], q[5]);
-	else
-		puts(line);
+		printf(" seqadj=%u,%u,%u/%u,%u,%u", q[0], q[1], q[2], q[3], q[4], q[5]);
+	if (ff->flow.attrs & FLOW_A_MASTER) {
+		char ms[INET6_ADDRSTRLEN], md[INET6_ADDRSTRLEN];
+
+		inet_ntop(ff->ext.master.family, ff->ext.master.src.bytes, ms, sizeof(ms));
+		inet_ntop(ff->ext.master.family, ff->ext.master.dst.bytes, md, sizeof(md));
+		printf(" master=%s:%u-%s:%u", ms, ntohs(ff->ext.master.l4.port.sport), md,
+		       ntohs(ff->ext.master.l4.port.dport));
+	}
+	if (ff->flow.attrs & FLOW_A_LABELS) {
+		fputs(" labels=0x", stdout);
+		for (unsigned i = ff->labels.words; i-- > 0;)
+			printf("%08x", ff->labels.w[i]);
+	}
+	putchar('\n');
 }
 
 static int cmd_dump(void)
