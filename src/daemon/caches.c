@@ -1175,16 +1175,22 @@ static void dump_table(struct caches *c, struct control_request *req, struct flo
 			continue;
 		n = xml ? flow_format_xml(line, sizeof(line), &c->scratch, opts)
 			: flow_format(line, sizeof(line), &c->scratch, opts);
-		if (n < 0)
-			continue;
-		if ((size_t)n >= sizeof(line))
-			n = sizeof(line) - 1;
-		control_request_write(req, line, (size_t)n);
-		if (xml)
-			control_request_write(req, "\n", 1);
-		else
-			control_request_printf(req, " [updated %us ago]\n", now - flow_table_updated(t, h));
+		caches_dump_line(req, line, n, sizeof(line), xml, now - flow_table_updated(t, h));
 	}
+}
+
+void caches_dump_line(struct control_request *req, const char *line, int n, size_t cap, bool xml,
+		      uint32_t age)
+{
+	if (n < 0)
+		return;
+	if ((size_t)n >= cap)
+		n = (int)cap - 1;       /* cut, as the formatters say */
+	control_request_write(req, line, (size_t)n);
+	if (xml)
+		control_request_write(req, "\n", 1);
+	else
+		control_request_printf(req, " [updated %us ago]\n", age);
 }
 
 static enum control_result answer_dump(struct control_request *req, void *arg)

@@ -7,6 +7,8 @@
 #ifndef CTSYNCD_CACHES_H
 #define CTSYNCD_CACHES_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kernel.h"
@@ -81,6 +83,13 @@ void caches_flush_external(struct caches *c);
 
 /* The cache sections of -s and -s cache. */
 void caches_report(struct caches *c, struct report *r);
+/*
+ * One line of a -i / -e dump (`n` as the formatter returned, of a `cap`-byte
+ * buffer): XML as it is, text with the entry's age; also for expectations.
+ */
+struct control_request;
+void caches_dump_line(struct control_request *req, const char *line, int n, size_t cap, bool xml,
+		      uint32_t age);
 /* One table's section of those (also for the expectation tables). */
 struct flow_table_stats;
 void caches_report_table(struct report *r, const char *name, const struct flow_table_stats *st);

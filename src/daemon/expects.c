@@ -465,15 +465,7 @@ void expects_dump(struct expects *x, struct control_request *req, bool internal,
 			continue;
 		n = xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
 			: flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
-		if (n < 0)
-			continue;
-		if ((size_t)n >= sizeof(line))
-			n = sizeof(line) - 1;
-		control_request_write(req, line, (size_t)n);
-		if (xml)
-			control_request_write(req, "\n", 1);
-		else
-			control_request_printf(req, " [updated %us ago]\n", now - exp_table_updated(t, h));
+		caches_dump_line(req, line, n, sizeof(line), xml, now - exp_table_updated(t, h));
 	}
 }
 

@@ -37,9 +37,8 @@ QUIET=${FO_QUIET:-50}
 # States of other connections on the primary (ctload, no packets), so that
 # the commit at takeover has a busy firewall's work to do.
 BULK=${FO_BULK:-50000}
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
-[[ -x $CTLOAD ]] || { echo "bench/ctload is not built" >&2; exit 99; }
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
+require_built "$CTLOAD"
 
 # bulk_states EXTRA: BULK states on fw1, until fw2 has BULK + EXTRA (external cache).
 bulk_states() {

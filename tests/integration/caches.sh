@@ -16,8 +16,7 @@
 require_root
 require_cmd conntrack python3
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
 NS=$(make_netns fw)
 give_sync_link "$NS"
 ct() { ip netns exec "$NS" conntrack "$@" 2>/dev/null; }

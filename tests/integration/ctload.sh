@@ -9,8 +9,7 @@
 require_root
 require_cmd conntrack ip
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
 if [[ ! -x $CTLOAD ]]; then
 	echo "$TEST_NAME: $CTLOAD is not built (make)" >&2
 	exit 99

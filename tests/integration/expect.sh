@@ -11,9 +11,8 @@ require_root
 require_cmd conntrack python3 nft
 modprobe nf_conntrack_ftp 2>/dev/null
 [[ -d /sys/module/nf_conntrack_ftp ]] || { echo "no nf_conntrack_ftp module: skipped" >&2; exit 77; }
-DRIVER=${top_builddir:+$top_builddir/tests/integration/kernel-driver}
-DRIVER=${DRIVER:-$(cd "$(dirname "$0")/../.." && pwd)/tests/integration/kernel-driver}
-[[ -x $DRIVER ]] || { echo "$DRIVER is not built (make check builds it)" >&2; exit 99; }
+DRIVER=${DRIVER:-$(built_tool tests/integration/kernel-driver)}
+require_built "$DRIVER"
 # A kernel's entry for the FTP control connection with this client port, helper and labels
 # included (tests/integration/kernel-driver), without its timeout.
 control_line() { side "$1"; ip netns exec "$ns" "$DRIVER" dump 2>/dev/null | grep "sport=$2 dport=21 " | sed 's/ tmo=[0-9]*//'; }

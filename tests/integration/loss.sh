@@ -20,9 +20,8 @@
 require_root
 require_cmd conntrack nft python3
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
-[[ -x $CTLOAD ]] || { echo "bench/ctload is not built" >&2; exit 99; }
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
+require_built "$CTLOAD"
 if [[ ${SUITE_SCALE:-} == small ]]; then
 	N=${LOSS_STATES:-20000}
 	KINDS=${LOSS_KINDS:-UDP/4 Multicast/6 TCP/4}

@@ -6,9 +6,8 @@
 . "$(dirname "$0")/../lib/common.sh"
 require_root
 require_cmd conntrack python3 nft
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
-[[ -x $CTLOAD ]] || { echo "bench/ctload is not built" >&2; exit 99; }
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
+require_built "$CTLOAD"
 N=${MULTINODE_STATES:-2000}
 
 NODES=(1 2 3)

@@ -12,9 +12,8 @@
 require_root
 require_cmd conntrack nft python3
 modprobe nf_nat_ftp 2>/dev/null
-DRIVER=${top_builddir:+$top_builddir/tests/integration/kernel-driver}
-DRIVER=${DRIVER:-$(cd "$(dirname "$0")/../.." && pwd)/tests/integration/kernel-driver}
-[[ -x $DRIVER ]] || { echo "$DRIVER is not built (make check builds it)" >&2; exit 99; }
+DRIVER=${DRIVER:-$(built_tool tests/integration/kernel-driver)}
+require_built "$DRIVER"
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 NS_C=$(make_netns C) && NS_S=$(make_netns S) || exit 99

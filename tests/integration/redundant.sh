@@ -9,9 +9,8 @@
 require_root
 require_cmd conntrack python3
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
-[[ -x $CTLOAD ]] || { echo "bench/ctload is not built" >&2; exit 99; }
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
+require_built "$CTLOAD"
 N=50000
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }

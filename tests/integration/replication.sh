@@ -10,8 +10,7 @@
 require_root
 require_cmd conntrack nft python3
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 pair_conf A FTFW

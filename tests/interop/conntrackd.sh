@@ -8,8 +8,7 @@
 require_root
 require_cmd conntrack conntrackd nft python3
 
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
 CONNTRACKD=$(command -v conntrackd)
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 pair_conf A FTFW   # conntrackd 1.4.7

@@ -9,9 +9,8 @@
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
 require_cmd conntrack conntrackd python3
-CTLOAD=${top_builddir:+$top_builddir/bench/ctload}
-CTLOAD=${CTLOAD:-$(cd "$(dirname "$0")/../.." && pwd)/bench/ctload}
-[[ -x $CTLOAD ]] || { echo "bench/ctload is not built" >&2; exit 99; }
+CTLOAD=${CTLOAD:-$(built_tool bench/ctload)}
+require_built "$CTLOAD"
 CONNTRACKD=$(command -v conntrackd)
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 pair_conf A FTFW "" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"   # conntrackd 1.4.7

@@ -53,6 +53,13 @@ require_cmd() {
 
 # Remember a PID to kill at exit.  Kept in a file, so that it also works
 # from a subshell such as $(...).
+# built_tool PATH: a program the build makes (bench/ctload,
+# tests/integration/kernel-driver): in $top_builddir when make check runs the
+# test, else in the top of the source tree (an in-tree build).
+built_tool() { echo "${top_builddir:-$(cd "$(dirname "$0")/../.." && pwd)}/$1"; }
+# require_built PROGRAM: exit 99 (a hard error, not a skip) when it was not built.
+require_built() { [[ -x $1 ]] || { echo "$TEST_NAME: $1 is not built (make check builds it)" >&2; exit 99; }; }
+
 track_pid() { echo "$1" >>"$WORK/.pids"; }
 
 # Create a namespace "$NS_PREFIX$1" with lo up; prints its full name.  It is
