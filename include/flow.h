@@ -123,6 +123,8 @@ struct flow_counters {
 	uint64_t packets[2];            /* original, reply */
 	uint64_t bytes[2];
 	bool present;
+	bool times;                     /* start and stop below (nf_conntrack_timestamp) */
+	uint64_t start_ns, stop_ns;     /* since the epoch; stop 0 while the flow lives */
 };
 
 /* A whole state, as decoded from the wire or from netlink, before a table stores it. */

@@ -178,8 +178,14 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 		put(&o, " mark=%u", fl->mark);
 	if (fl->orig.zone)
 		put(&o, " zone=%u", fl->orig.zone);
+	/* As libnetfilter_conntrack counts it: whole seconds of the stop less those of the start. */
+	if ((opts & FLOW_FMT_COUNTERS) && f->counters.times && f->counters.stop_ns)
+		put(&o, " delta-time=%llu", (unsigned long long)(f->counters.stop_ns / 1000000000u -
+								  f->counters.start_ns / 1000000000u));
 	if (fl->attrs & FLOW_A_HELPER)
 		put(&o, " helper=%s", f->ext.helper);
+	if (opts & FLOW_FMT_PLAIN)
+		return (int)o.len;
 	if ((fl->attrs & FLOW_A_LABELS) && f->labels.words) {
 		/* The label bitmap as one hex number, most significant word first. */
 		put(&o, " labels=0x");
@@ -235,8 +241,12 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 		    "<dst></dst></layer3><layer4 protonum=\"0\" protoname=\"unknown\"></layer4></meta>");
 	}
 	put(&o, "<meta direction=\"independent\">");
-	if (fl->orig.l4proto == IPPROTO_TCP && (fl->attrs & FLOW_A_PROTO_STATE) &&
-	    flow_state_name(IPPROTO_TCP, fl->proto_state))
+	/*
+	 * libnetfilter_conntrack names SCTP's state from the TCP table too
+	 * (SCTP ESTABLISHED, 4, prints as FIN_WAIT): 1.4.7's XML does, so we do.
+	 */
+	if ((fl->orig.l4proto == IPPROTO_TCP || fl->orig.l4proto == IPPROTO_SCTP) &&
+	    (fl->attrs & FLOW_A_PROTO_STATE) && flow_state_name(IPPROTO_TCP, fl->proto_state))
 		put(&o, "<state>%s</state>", flow_state_name(IPPROTO_TCP, fl->proto_state));
 	if (opts & FLOW_FMT_TIMEOUT)
 		put(&o, "<timeout>%u</timeout>", fl->timeout);

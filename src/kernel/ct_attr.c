@@ -453,6 +453,31 @@ static enum kernel_reason parse_counters(const struct nlattr *nest, struct flow_
 	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;
 }
 
+/* CTA_TIMESTAMP: the flow's start and stop, ns (the stop only once it ended). */
+static enum kernel_reason parse_timestamp(const struct nlattr *nest, struct flow_counters *c)
+{
+	struct attr_iter it;
+	const struct nlattr *a;
+	int r;
+
+	iter_init(&it, a_data(nest), a_len(nest));
+	while ((r = iter_next(&it, &a)) > 0) {
+		uint64_t v;
+
+		if (a_type(a) != CTA_TIMESTAMP_START && a_type(a) != CTA_TIMESTAMP_STOP)
+			continue;
+		NEED(a, 8);
+		v = (uint64_t)a_be32(a) << 32 | ntohl(*(const uint32_t *)(a_data(a) + 4));
+		if (a_type(a) == CTA_TIMESTAMP_START) {
+			c->start_ns = v;
+			c->times = true;
+		} else {
+			c->stop_ns = v;
+		}
+	}
+	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;
+}
+
 /* CTA_SEQ_ADJ_ORIG / _REPLY into nat_seq[base..base+2]; returns the bits seen (7 = all). */
 static enum kernel_reason parse_seq_adj(const struct nlattr *nest, uint32_t *out, unsigned *seen)
 {
@@ -655,6 +680,9 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 			break;
 		case CTA_COUNTERS_REPLY:
 			why = parse_counters(a, &counters, 1);
+			break;
+		case CTA_TIMESTAMP:
+			why = parse_timestamp(a, &counters);
 			break;
 		case CTA_SEQ_ADJ_REPLY:
 			why = parse_seq_adj(a, &ff->ext.nat_seq[3], &seq_seen[1]);

@@ -9,6 +9,7 @@ require_cmd conntrack conntrackd python3
 NS=$(make_netns stats) || exit 99
 ip netns exec "$NS" sysctl -qw net.netfilter.nf_conntrack_events=1
 ip netns exec "$NS" sysctl -qw net.netfilter.nf_conntrack_acct=1
+ip netns exec "$NS" sysctl -qw net.netfilter.nf_conntrack_timestamp=1
 # The kernel tracks a namespace's packets only once a rule uses conntrack.
 ip netns exec "$NS" nft -f - <<'NFT' || { echo "nft failed" >&2; exit 99; }
 table inet track {
@@ -58,6 +59,8 @@ body() { cut -f2- "$1" | sort; }
 new=$(body "$WORK/new-stats.log"); old=$(body "$WORK/old-stats.log")
 check "the lines are conntrackd's, apart from the date" test "$new" = "$old"
 [[ $new == "$old" ]] || diff <(echo "$old") <(echo "$new")
+check "with nf_conntrack_timestamp each line has its delta-time, as 1.4.7's" \
+	eval '(( $(grep -c " delta-time=[0-9]*" <<<"$new") == 5 ))'
 check "each line starts with the date and a tab" \
 	eval '! grep -Pvq "^[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \d{4}\t" "$WORK/new-stats.log"'
 check "the UDP flow of real traffic has its counters (3 packets of 38 bytes each way)" \

@@ -138,6 +138,13 @@ START_TEST(xml_is_conntrackds)
 	flow_format_xml(line, sizeof(line), &ff, FLOW_FMT_REPLY);
 	ck_assert_ptr_nonnull(strstr(line, "<layer4 protonum=\"1\" protoname=\"icmp\"></layer4>"));
 	ck_assert_ptr_null(strstr(line, "<state>"));
+	/* SCTP ESTABLISHED (4) is named from the TCP table, as libnetfilter_conntrack does. */
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_SCTP;
+	ff.flow.proto_state = 4;
+	flow_format_xml(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_ptr_nonnull(strstr(line, "protoname=\"sctp\""));
+	ck_assert_ptr_nonnull(strstr(line, "<state>FIN_WAIT</state>"));
 }
 END_TEST
 

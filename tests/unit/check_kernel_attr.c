@@ -722,7 +722,14 @@ START_TEST(parses_counters_of_both_directions)
 	put_be32(nlh, CTA_COUNTERS32_PACKETS, 2);
 	put_be32(nlh, CTA_COUNTERS32_BYTES, 76);
 	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_TIMESTAMP);
+	mnl_attr_put_u64(nlh, CTA_TIMESTAMP_START, htobe64(1000000000ull * 100 + 7));
+	mnl_attr_put_u64(nlh, CTA_TIMESTAMP_STOP, htobe64(1000000000ull * 103 + 5));
+	mnl_attr_nest_end(nlh, n);
 	PARSE_OK(nlh, &got, &ev);
+	ck_assert(got.counters.times);
+	ck_assert_uint_eq(got.counters.start_ns, 1000000000ull * 100 + 7);
+	ck_assert_uint_eq(got.counters.stop_ns, 1000000000ull * 103 + 5);
 	ck_assert(got.counters.present);
 	ck_assert_uint_eq(got.counters.packets[0], 0x100000003ull);
 	ck_assert_uint_eq(got.counters.bytes[0], 114);
