@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <time.h>
 
 #include "config.h"
@@ -361,10 +362,15 @@ static void forget_local(struct caches *c, uint32_t handle)
 static void reread_master(struct caches *c, const struct flow_tuple *master)
 {
 	uint32_t h = flow_table_lookup(c->internal, master);
+	const struct flow *m;
 	const struct flow_ext *x;
 	int err = 0;
 
 	if (!h || (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD))
+		return;
+	/* Only a NAT'ed master with a helper can have had its stream rewritten. */
+	m = flow_table_flow(c->internal, h);
+	if (!(m->attrs & FLOW_A_HELPER) || !(m->status & (IPS_SRC_NAT | IPS_DST_NAT)))
 		return;
 	if (!c->getter && !(c->getter = kernel_getter_new(&err))) {
 		log_warning("cannot read a master state back: %s", strerror(-err));
@@ -373,7 +379,7 @@ static void reread_master(struct caches *c, const struct flow_tuple *master)
 	if (kernel_get(c->getter, master, &c->reread) < 0 || !(c->reread.flow.attrs & FLOW_A_NAT_SEQ))
 		return;
 	x = flow_table_ext(c->internal, h);
-	if ((flow_table_flow(c->internal, h)->attrs & FLOW_A_NAT_SEQ) && x &&
+	if ((m->attrs & FLOW_A_NAT_SEQ) && x &&
 	    memcmp(x->nat_seq, c->reread.ext.nat_seq, sizeof(x->nat_seq)) == 0)
 		return;
 	c->n.masters_reread++;
