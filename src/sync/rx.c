@@ -513,6 +513,17 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		/* §2.3: dropped, nothing sent, last_seq kept [verified]. */
 		p->seq_before++;
 		e->st.seq_before++;
+		/*
+		 * Except a RESYNC request: a restarted 1.4.7 whose time(NULL)
+		 * counter starts below its old one sends its StartupResync
+		 * request once, among numbers we still take for old ones, and
+		 * nothing would ask for it again.  A stale duplicate costs a
+		 * bulk send, a dropped request the peer's whole table.
+		 */
+		if (m->kind == WIRE_K_RESYNC) {
+			e->st.resync_recv++;
+			ftfw_bulk(e);
+		}
 		return 0;
 	}
 	/*

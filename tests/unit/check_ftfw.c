@@ -829,6 +829,34 @@ START_TEST(only_old_numbers_for_two_seconds_is_a_restart)
 }
 END_TEST
 
+/*
+ * A restarted 1.4.7 starts its counter at time(NULL), often below where
+ * its previous process stopped, and still saying HELLO as that process
+ * was: we cannot tell it from a delayed message and drop its numbers as
+ * old until classify_old() sees the restart.  Its StartupResync request
+ * is among them, sent once; it must still be answered.
+ */
+START_TEST(old_numbered_resync_request_is_answered)
+{
+	size_t d;
+
+	h_setup();
+	for (uint32_t i = 0; i < 20; i++)
+		feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S + i, 0, 0);
+	for (uint32_t i = 0; i < 5; i++)
+		put_flow(i, i);
+	h_send();
+	d = H.nout;
+	feed_ctl(WIRE_F_HELLO | WIRE_F_RESYNC, S + 5, 0, 0);
+	EXPECT_EQ("dropped as before", 1, stats().seq_before);
+	EXPECT_EQ("restarts", 0, stats().peer_restarts);
+	h_send();
+	EXPECT_EQ("data messages of the bulk", 5, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("RESYNC requests counted", 1, stats().resync_recv);
+	h_teardown();
+}
+END_TEST
+
 /* ---- ACK window (§2.3) -------------------------------------------------------------------- */
 
 /*
@@ -1879,6 +1907,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, duplicate_hello_is_not_a_restart);
 	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
+	tcase_add_test(hello, old_numbered_resync_request_is_answered);
 	suite_add_tcase(s, hello);
 
 	tcase_add_test(win, full_ack_window_acks_at_once);
