@@ -260,8 +260,24 @@ static bool all_acked(const struct ftfw *e, uint16_t acked)
 	return (acked & e->members) == e->members;
 }
 
+/*
+ * Deviation 14: 1.4.7 takes every message flagged HELLO as in sequence
+ * (§2.3 step 1), so while our handshake lasts it neither NACKs what it
+ * missed nor leaves it out of its next ACK: an ACK with HELLO_BACK may
+ * cover a message it never got.  A message that went out flagged HELLO
+ * is therefore sent once more when acknowledged, without HELLO now that
+ * the peer answered, and only that copy's ACK releases it.  A ctsyncd
+ * peer NACKs gaps during a handshake (rx.c) and gets a duplicate; the
+ * cost is the messages of one round trip after a start.
+ */
 static void ack_one(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg)
 {
+	if (l->hello) {
+		l->hello = 0;
+		ftfw_q_move(e, Q_RETX, h, l);
+		e->st.hello_resends++;
+		return;
+	}
 	l->acked |= *(const uint16_t *)arg;
 	/*
 	 * 1.4.7 releases on the first ACK.  With several peers (multicast)
@@ -322,7 +338,19 @@ void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
 {
 	uint16_t bit = (uint16_t)(1u << peer);
 
-	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to)) {
+	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to) &&
+	    e->resync_hello && !e->data_since_resync) {
+		/*
+		 * Deviation 14 for our RESYNC request: an ACK from a peer
+		 * that sent nothing since may cover a request it never got.
+		 * Ask again, once, without HELLO.  A peer that did answer
+		 * sends its table first (1.4.7 acknowledges on its timer);
+		 * one with an empty table answers the second request for
+		 * nothing.
+		 */
+		e->resync = RESYNC_PENDING;
+		e->st.hello_resends++;
+	} else if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to)) {
 		e->resync_acked |= bit;
 		if (all_acked(e, e->resync_acked)) {
 			e->resync = RESYNC_NONE;
@@ -526,6 +554,7 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 			ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
 	} else {
 		ftfw_rs_push(e, h, l, e->seq, now);
+		l->hello = (hflags & WIRE_F_HELLO) != 0;
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
 		if (e->q[Q_RS].len > e->st.inflight_peak)
 			e->st.inflight_peak = e->q[Q_RS].len;
@@ -591,6 +620,8 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 		e->resync_seq = e->seq;
 		e->resync_sent = now;
 		e->resync_acked = 0;
+		e->resync_hello = e->hello_phase;
+		e->data_since_resync = false;
 		e->resync = e->notrack ? RESYNC_NONE : RESYNC_INFLIGHT;
 		ftfw_emit_ctl(e, WIRE_F_RESYNC, 0, 0, now);
 		left -= WIRE_CTL_RANGE_LEN;

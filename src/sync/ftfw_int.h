@@ -32,7 +32,7 @@ struct ftfw_link {
 	uint32_t seq;                   /* Q_RS: the sequence number of the message in flight */
 	uint16_t acked;                 /* Q_RS: bit n = peer n acknowledged it */
 	uint8_t queue;                  /* enum ftfw_queue */
-	uint8_t spare;
+	uint8_t hello;                  /* Q_RS: it went out flagged HELLO (see ack_one()) */
 	uint64_t sent;                  /* Q_RS: `now` of the transmission; Q_WHEEL: the due tick */
 };
 _Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");
@@ -131,6 +131,8 @@ struct ftfw {
 	uint32_t resync_seq;
 	uint64_t resync_sent;
 	uint16_t resync_acked;
+	bool resync_hello;              /* it went out flagged HELLO */
+	bool data_since_resync;         /* a peer's data message arrived since it went out */
 
 	bool bulk;                      /* a bulk walk is running */
 	bool bulk_exp;                  /* it has reached the expectations */

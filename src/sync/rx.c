@@ -373,6 +373,7 @@ void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 			return;
 		}
 		e->st.data_recv++;
+		e->data_since_resync = true;
 		e->ops.apply(e->arg, peer, type, &e->rxflow);
 		return;
 	}

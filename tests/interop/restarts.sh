@@ -85,5 +85,20 @@ check "1.4.7's -B refills ctsyncd (which never lost it): still equal" wait_until
 check "changes after both restarts still flow both ways" eval '
 	load A update 100 --base-addr 10.51.0.1 --proto mixed --mark 8; load B delete 30 --base-addr 10.61.0.1 --proto mixed
 	wait_until 20 same "old -i" "ctl B -e" && wait_until 20 same "ctl B -i" "old -e"'
+
+# --- loss during ctsyncd's HELLO handshake ---------------------------------------------------
+# 1.4.7 takes every message flagged HELLO as in sequence: it neither NACKs
+# what it lost of them nor leaves it out of its first ACK.  States created
+# one by one while a restarted ctsyncd still says HELLO, under 30 % loss,
+# must reach 1.4.7 all the same, with no -n (deviation 14 in ftfw.c).
+kill -KILL "$(head -n1 "$WORK/B.lock")"
+pair_loss 30 || fail "loss rules"
+pair_start B || { fail "ctsyncd restarts under loss"; finish; }
+load B create 40 --base-addr 10.62.0.1 --rate 50
+check "states created during ctsyncd's handshake under 30 % loss reach 1.4.7 without -n" \
+	wait_until 30 same "ctl B -i" "old -e"
+differ "ctl B -i" "old -e" | sed 's/^/  /'
+log "ctsyncd sent $(ctl B -s network --json | grep -o '"hello_resends": *[0-9]*' || echo '?') during its handshake"
+pair_loss 0
 check "1.4.7 counted no malformed, wrong-version or bad-size message" no_malformed
 finish

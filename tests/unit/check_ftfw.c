@@ -1448,6 +1448,87 @@ START_TEST(acks_count_only_after_hello_back)
 	EXPECT_EQ("in flight after an ACK without HELLO_BACK", 1, stats().inflight);
 	feed_ctl(WIRE_F_ACK | WIRE_F_HELLO_BACK, 102, seq, seq);
 	EXPECT_EQ("in flight after the ACK with HELLO_BACK", 0, stats().inflight);
+	EXPECT_EQ("sent again (deviation 14)", 1, stats().hello_resends);
+	h_teardown();
+}
+END_TEST
+
+/*
+ * Deviation 14: 1.4.7 takes each message flagged HELLO as in sequence, so
+ * its first ACK covers what it lost during our handshake.  What went out
+ * flagged HELLO is sent again without it, and only that copy's ACK
+ * releases it.
+ */
+START_TEST(acked_hello_messages_are_sent_again_without_hello)
+{
+	uint32_t first, again[3];
+	size_t d;
+
+	h_setup();
+	for (uint32_t i = 1; i <= 3; i++)
+		put_flow(i, 10 + i);
+	h_send();
+	EXPECT_EQ("sent", 3, count_kind(0, WIRE_K_DATA));
+	for (size_t i = 0; i < 3; i++)
+		REQUIRE(H.out[i].hdr.flags & WIRE_F_HELLO, "message %zu says HELLO", i);
+	first = H.out[0].hdr.seq;
+	/* 1.4.7 got the first and the third, and acknowledges all three. */
+	feed_ctl(WIRE_F_ACK | WIRE_F_HELLO_BACK, 500, first, first + 2);
+	EXPECT_EQ("released", 0, stats().inflight);
+	EXPECT_EQ("sent again", 3, stats().hello_resends);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("the three again", 3, count_kind(d, WIRE_K_DATA));
+	for (size_t i = 0; i < 3; i++) {
+		const struct out_msg *m = &H.out[d + i];
+
+		EXPECT_EQ("without HELLO", 0, m->hdr.flags & WIRE_F_HELLO);
+		EXPECT_EQ("same state", 11 + i, out_mark(m));
+		again[i] = m->hdr.seq;
+	}
+	EXPECT_EQ("in flight", 3, stats().inflight);
+	feed_ctl(WIRE_F_ACK, 501, again[0], again[2]);
+	EXPECT_EQ("released by the second ACK", 0, stats().inflight);
+	d = H.nout;
+	h_advance(30000);
+	h_send();
+	EXPECT_EQ("nothing more", 0, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("no more resends", 3, stats().hello_resends);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 14: a RESYNC request sent during HELLO and acknowledged by a silent peer is sent again. */
+START_TEST(resync_acked_during_hello_by_a_silent_peer_is_asked_again)
+{
+	const struct out_msg *m;
+	size_t d;
+
+	h_setup();
+	ftfw_request_resync(H.e);
+	h_send();
+	m = find_kind(0, WIRE_K_RESYNC);
+	REQUIRE(m && (m->hdr.flags & WIRE_F_HELLO), "RESYNC sent with HELLO");
+	feed_ctl(WIRE_F_ACK | WIRE_F_HELLO_BACK, 500, m->hdr.seq - 1, m->hdr.seq);
+	REQUIRE(stats().resync_outstanding, "still outstanding");
+	d = H.nout;
+	h_send();
+	m = find_kind(d, WIRE_K_RESYNC);
+	REQUIRE(m, "asked again");
+	EXPECT_EQ("without HELLO", 0, m->hdr.flags & WIRE_F_HELLO);
+	feed_ctl(WIRE_F_ACK, 501, m->hdr.seq, m->hdr.seq);
+	REQUIRE(!stats().resync_outstanding, "answered");
+	h_teardown();
+
+	/* A peer that sent its table before acknowledging has answered. */
+	h_setup();
+	ftfw_request_resync(H.e);
+	h_send();
+	m = find_kind(0, WIRE_K_RESYNC);
+	feed_data(WIRE_F_HELLO_BACK, 499, 1, 1);
+	feed_ctl(WIRE_F_ACK, 500, m->hdr.seq, m->hdr.seq);
+	REQUIRE(!stats().resync_outstanding, "answered by the first ACK");
+	EXPECT_EQ("no resend", 0, stats().hello_resends);
 	h_teardown();
 }
 END_TEST
@@ -1908,6 +1989,8 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
 	tcase_add_test(hello, old_numbered_resync_request_is_answered);
+	tcase_add_test(hello, acked_hello_messages_are_sent_again_without_hello);
+	tcase_add_test(hello, resync_acked_during_hello_by_a_silent_peer_is_asked_again);
 	suite_add_tcase(s, hello);
 
 	tcase_add_test(win, full_ack_window_acks_at_once);
