@@ -240,6 +240,7 @@ struct kernel_events_stats {
 	uint64_t malformed;
 	uint64_t truncated;             /* larger than a receive slot (MSG_TRUNC): dropped */
 	uint64_t overruns;              /* ENOBUFS seen */
+	uint64_t grown_early;           /* buffer doubled while half full, before an overrun */
 	uint64_t recv_calls;
 	uint32_t rcvbuf;                /* current receive buffer, bytes (as the kernel reports it) */
 };

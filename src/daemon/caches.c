@@ -1271,6 +1271,7 @@ void caches_report(struct caches *c, struct report *r)
 	report_u64(r, "events_filtered", c->n.events_filtered);
 	report_u64(r, "events_malformed", ev.malformed);
 	report_u64(r, "overruns", ev.overruns);
+	report_u64(r, "buffer_grown_early", ev.grown_early);
 	report_u64(r, "resyncs", c->n.resyncs);
 	report_u64(r, "vanished_removed", c->n.swept);
 	report_u64(r, "masters_reread", c->n.masters_reread);

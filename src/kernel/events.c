@@ -93,6 +93,28 @@ static bool is_own(const struct kernel_events *ev, uint32_t pid)
 	return false;
 }
 
+/*
+ * Behind: a read found a full vector waiting.  If the queue holds half the
+ * buffer or more and NetlinkBufferSizeMaxGrowth allows, double the buffer
+ * now, before an overrun loses events and costs a resynchronisation
+ * (1.4.7 grows only after one).
+ */
+static void grow_early(struct kernel_events *ev)
+{
+	uint32_t cur = ev->st.rcvbuf, queued;
+
+	if (ev->o.rcvbuf_max <= cur || (uint64_t)cur * 2 > ev->o.rcvbuf_max)
+		return;
+	if (!nl_get_rmem(ev->fd, &queued) || (uint64_t)queued * 2 < cur)
+		return;
+	ev->st.rcvbuf = nl_set_rcvbuf(ev->fd, cur * 2);
+	if (ev->st.rcvbuf <= cur)
+		return;
+	ev->st.grown_early++;
+	log_notice("netlink event socket half full (%u of %u bytes queued): receive buffer grown "
+		   "to %u bytes before it overruns", queued, cur, ev->st.rcvbuf);
+}
+
 /* ENOBUFS: grow the buffer now; the owner hears of it once the queue is empty. */
 static void on_overrun(struct kernel_events *ev)
 {
@@ -210,6 +232,7 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 			drained = true;
 			break;
 		}
+		grow_early(ev);
 	}
 	if (ev->overrun_pending && !ev->closing) {
 		if (drained) {

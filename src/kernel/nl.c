@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <sys/socket.h>
+#include <linux/sock_diag.h>
 #include <time.h>
 
 #include <libmnl/libmnl.h>
@@ -59,6 +60,18 @@ uint32_t nl_set_sndbuf(int fd, uint32_t bytes)
 uint32_t nl_get_rcvbuf(int fd)
 {
 	return get_buf(fd, SO_RCVBUF);
+}
+
+bool nl_get_rmem(int fd, uint32_t *queued)
+{
+	uint32_t mi[SK_MEMINFO_VARS] = { 0 };
+	socklen_t len = sizeof(mi);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0 ||
+	    len <= SK_MEMINFO_RMEM_ALLOC * sizeof(mi[0]))
+		return false;
+	*queued = mi[SK_MEMINFO_RMEM_ALLOC];
+	return true;
 }
 
 uint64_t nl_now_us(void)

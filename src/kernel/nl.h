@@ -5,6 +5,7 @@
 #define CTSYNCD_KERNEL_NL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct mnl_socket;
@@ -23,6 +24,8 @@ struct mnl_socket *nl_open(unsigned groups, int *err);
 uint32_t nl_set_rcvbuf(int fd, uint32_t bytes);
 uint32_t nl_set_sndbuf(int fd, uint32_t bytes);
 uint32_t nl_get_rcvbuf(int fd);
+/* Bytes queued for reading (SO_MEMINFO); false if the kernel does not tell. */
+bool nl_get_rmem(int fd, uint32_t *queued);
 
 /* Monotonic time in microseconds. */
 uint64_t nl_now_us(void);

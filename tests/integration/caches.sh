@@ -151,6 +151,26 @@ check "the daemon saw the overruns ($(jget '["kernel"]["overruns"]' <<<"$j"))" \
 stop
 ctload flush >/dev/null
 
+# --- the buffer grows before it overruns -------------------------------------------------------
+# 700 events (about 1.2 KiB of buffer each) queue up while the daemon is
+# stopped: more than half of a 1 MiB buffer.  The first read finds a full
+# vector and a half-full queue, and doubles the buffer within
+# NetlinkBufferSizeMaxGrowth before a single event is lost.
+start early "NetlinkBufferSize 1048576
+	NetlinkBufferSizeMaxGrowth 8388608"
+pid=$(head -n1 "$WORK/early.lock")
+kill -STOP "$pid"
+ctload create 700 --timeout 600 --base-addr 198.18.120.1 >/dev/null
+kill -CONT "$pid"
+check "the 700 states reach the cache" wait_until 10 counts_equal
+j=$(json)
+check "the buffer was grown early ($(jget '["kernel"]["buffer_grown_early"]' <<<"$j") times, now $(jget '["kernel"]["netlink_buffer_bytes"]' <<<"$j") bytes)" \
+	test "$(jget '["kernel"]["buffer_grown_early"]' <<<"$j")" -ge 1 -a \
+	"$(jget '["kernel"]["netlink_buffer_bytes"]' <<<"$j")" -ge 2097152
+check "and nothing overran" test "$(jget '["kernel"]["overruns"]' <<<"$j")" -eq 0
+stop
+ctload flush >/dev/null
+
 # --- a forced overrun at scale (issue #3) ----------------------------------------------------------
 # A burst of creates and then updates of every state, against a 64 KiB
 # buffer that may only grow to 256 KiB: the events overrun it again and
