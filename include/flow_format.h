@@ -18,7 +18,6 @@ enum flow_format_opt {
 	FLOW_FMT_TIMEOUT = 1u << 0,   /* the remaining timeout after the protocol number */
 	FLOW_FMT_REPLY   = 1u << 1,   /* the reply tuple, rebuilt from the original and NAT */
 	FLOW_FMT_COUNTERS = 1u << 2,  /* packets= bytes= after each tuple, when f->counters has them */
-	FLOW_FMT_MARK_IF_SET = 1u << 3, /* mark= only when the state has a mark attribute */
 	FLOW_FMT_PLAIN   = 1u << 4,   /* none of ctsyncd's extras (labels=, master=): conntrack's own line */
 };
 

@@ -102,7 +102,7 @@ void stats_log_flow(struct stats_log *s, const struct flow_full *ff)
 	/* The date as ctime(3) writes it, without its newline, then a tab (1.4.7's form). */
 	n = strftime(s->line, sizeof(s->line), "%a %b %e %H:%M:%S %Y\t", localtime_r(&now, &tm));
 	m = flow_format(s->line + n, sizeof(s->line) - n, ff,
-			FLOW_FMT_REPLY | FLOW_FMT_COUNTERS | FLOW_FMT_MARK_IF_SET | FLOW_FMT_PLAIN);
+			FLOW_FMT_REPLY | FLOW_FMT_COUNTERS | FLOW_FMT_PLAIN);
 	if (m < 0)
 		return;
 	if ((size_t)m >= sizeof(s->line) - n)

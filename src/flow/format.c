@@ -174,7 +174,9 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 	}
 	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
 		put(&o, " [ASSURED]");
-	if (!(opts & FLOW_FMT_MARK_IF_SET) || (fl->attrs & FLOW_A_MARK))
+	/* As 1.4.7's dumps: a mark only when the state carries one (the kernel
+	 * leaves a zero mark out of its events, and 1.4.7 out of its messages). */
+	if (fl->attrs & FLOW_A_MARK)
 		put(&o, " mark=%u", fl->mark);
 	if (fl->orig.zone)
 		put(&o, " zone=%u", fl->orig.zone);

@@ -46,6 +46,32 @@ for line in sys.argv[1].splitlines():
     xml.dom.minidom.parseString(line)
 ' "$new_i
 $new_e"
+
+# The plain lines too, for states loaded at start and made after it by
+# conntrack -I (their dump and their event carry the mark, zero or not)
+# and by a packet (its event leaves a zero mark out: no mark= in either
+# daemon's line).  The timers at the end differ.
+ct_in A -I -s 10.0.1.1 -d 10.0.1.2 -p tcp --sport 4321 --dport 22 --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300
+# (a rule that uses conntrack, so that the namespace tracks its packets)
+ip netns exec "$NS_A" nft -f - <<'NFT' || fail "nftables rule"
+table inet xmltest {
+	chain out {
+		type filter hook output priority 0;
+		ct state new counter
+	}
+}
+NFT
+ip netns exec "$NS_A" python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("127.0.0.1", 9999))'
+plain() { sed -E 's/ *\[(active since|updated|expires).*$//' | sort; }
+count6() { [[ $("$@" | grep -c .) -eq 7 ]]; }
+check "both external caches get the 2 new states" eval 'wait_until 10 count6 ctl B -e && wait_until 10 count6 old B -e'
+new_i=$(ctl A -i | plain); old_i=$(old A -i | plain)
+log "$(grep 127.0.0.1 <<<"$new_i")"
+check "-i is the same as conntrackd's" test "$new_i" = "$old_i"
+[[ $new_i == "$old_i" ]] || diff <(echo "$old_i") <(echo "$new_i") | head -20
+new_e=$(ctl B -e | plain); old_e=$(old B -e | plain)
+check "-e is the same as conntrackd's" test "$new_e" = "$old_e"
+[[ $new_e == "$old_e" ]] || diff <(echo "$old_e") <(echo "$new_e") | head -20
 out=$("$CTSYNCD" -C "$WORK/A.conf" -x 2>&1); rc=$?
 check "-x without -i or -e is a usage error (rc=$rc)" test $rc -ne 0
 finish

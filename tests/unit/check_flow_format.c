@@ -82,7 +82,7 @@ START_TEST(icmp_reply_type_is_the_answer)
 	ff.flow.status = IPS_SEEN_REPLY;
 	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
 	ck_assert_str_eq(line, "icmp     1 src=10.0.0.1 dst=10.0.0.2 type=8 code=0 id=4660 "
-			       "src=10.0.0.2 dst=10.0.0.1 type=0 code=0 id=4660 mark=0");
+			       "src=10.0.0.2 dst=10.0.0.1 type=0 code=0 id=4660");
 }
 END_TEST
 
