@@ -210,12 +210,25 @@ struct kernel_events_opts {
 	unsigned coalesce_ms;
 };
 
+/* Where an event comes from (on_flow's `origin`). */
+enum {
+	/* nlmsg_pid is the port id of one of our writers (kernel_events_add_own()) */
+	KERNEL_ORIGIN_OWN = 1u << 0,
+	/*
+	 * A process's ctnetlink request made it (nlmsg_pid is not 0): the
+	 * kernel then reports every attribute the request could change, so
+	 * an UPDATE without labels means the state has none (§5: the kernel
+	 * leaves all-zero labels out, and reports labels in a packet's
+	 * event only when they changed).
+	 */
+	KERNEL_ORIGIN_REQUEST = 1u << 1,
+};
+
 struct kernel_events_cb {
 	/*
-	 * A conntrack event.  `own_write` is true when nlmsg_pid is the port id
-	 * of one of our writers (kernel_events_add_own()).  Required.
+	 * A conntrack event; `origin` is a set of KERNEL_ORIGIN_*.  Required.
 	 */
-	void (*on_flow)(void *arg, enum kernel_event ev, const struct flow_full *ff, bool own_write);
+	void (*on_flow)(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin);
 	/* An expectation event, raw (nlmsghdr first, `len` bytes).  May be NULL. */
 	void (*on_expect)(void *arg, const void *msg, size_t len, bool own_write);
 	/*

@@ -103,6 +103,7 @@ struct caches {
 	struct flow_full reread;          /* what it read */
 	struct caches_listener listener;
 	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
+	bool event_labels_whole;          /* the UPDATE being stored reports its labels even if none */
 	struct cache_counters n;
 
 	/* the current load from the kernel (startup, -R, overrun resync) */
@@ -213,7 +214,12 @@ static void tell(struct caches *c, uint32_t handle, enum kernel_event ev)
  * cached state, so that a partial event never erases protocol state, NAT
  * or labels that the peer needs.
  */
-static void merge_update(struct flow_full *cur, const struct flow_full *ev)
+/*
+ * Fold an UPDATE event into the stored state: the kernel reports only what
+ * changed.  `labels_whole`: the event reports the labels even when they are
+ * all zero (KERNEL_ORIGIN_REQUEST), so none in it means none are left.
+ */
+static void merge_update(struct flow_full *cur, const struct flow_full *ev, bool labels_whole)
 {
 	const struct flow *e = &ev->flow;
 	struct flow *f = &cur->flow;
@@ -256,6 +262,9 @@ static void merge_update(struct flow_full *cur, const struct flow_full *ev)
 	if (a & FLOW_A_LABELS) {
 		cur->labels.words = ev->labels.words;
 		memcpy(cur->labels.w, ev->labels.w, ev->labels.words * sizeof(uint32_t));
+	} else if (labels_whole && (f->attrs & FLOW_A_LABELS)) {
+		cur->labels.words = 0;
+		f->attrs &= ~FLOW_A_LABELS;
 	}
 	f->attrs |= a;
 }
@@ -312,7 +321,7 @@ static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct
 	if (ev == KERNEL_EV_UPDATE && handle &&
 	    !(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD) &&
 	    flow_table_export(c->internal, handle, &c->scratch) == 0) {
-		merge_update(&c->scratch, ff);
+		merge_update(&c->scratch, ff, c->event_labels_whole);
 		in = &c->scratch;
 	}
 	rc = flow_table_upsert(c->internal, in, now_s(c), &handle);
@@ -386,7 +395,7 @@ static void reread_master(struct caches *c, const struct flow_tuple *master)
 	store_local(c, KERNEL_EV_UPDATE, &c->reread, true, h);
 }
 
-static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, bool own_write)
+static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin)
 {
 	struct caches *c = arg;
 	uint32_t handle;
@@ -405,7 +414,9 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 		break;
 	case KERNEL_EV_UPDATE:
 		c->n.events_update++;
+		c->event_labels_whole = (origin & KERNEL_ORIGIN_REQUEST) != 0;
 		handle = store_local(c, ev, ff, true, handle);
+		c->event_labels_whole = false;
 		break;
 	case KERNEL_EV_DESTROY:
 		c->n.events_destroy++;

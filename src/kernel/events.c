@@ -164,7 +164,8 @@ static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
 		ev->st.flows++;
 		if (own)
 			ev->st.own++;
-		ev->cb.on_flow(ev->arg, kind, &ev->ff, own);
+		ev->cb.on_flow(ev->arg, kind, &ev->ff,
+			       (own ? KERNEL_ORIGIN_OWN : 0) | (nlh->nlmsg_pid ? KERNEL_ORIGIN_REQUEST : 0));
 		if (ev->closing)
 			return;
 	}

@@ -267,10 +267,11 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static void ev_on_flow(void *arg, enum kernel_event ev, const struct flow_full *ff, bool own)
+static void ev_on_flow(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin)
 {
 	static const char *names[] = { "NEW", "UPDATE", "DESTROY" };
 	struct ev_ctx *c = arg;
+	bool own = (origin & KERNEL_ORIGIN_OWN) != 0;
 	char line[512];
 
 	if (!c->n)
