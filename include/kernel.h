@@ -185,6 +185,7 @@ struct kernel_events;
 
 struct kernel_events_opts {
 	bool expectations;              /* also subscribe to the expectation groups */
+	bool expectation_news;          /* at least to new expectations */
 	/*
 	 * Receive buffer in bytes (NetlinkBufferSize; 0 = the system default)
 	 * and the ceiling to which it doubles on each overrun

@@ -103,6 +103,7 @@ struct caches {
 	struct flow_full reread;          /* what it read */
 	struct caches_listener listener;
 	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
+	struct flow_exp exp_scratch;      /* an expectation event's, for its master */
 	bool event_labels_whole;          /* the UPDATE being stored reports its labels even if none */
 	struct cache_counters n;
 
@@ -181,12 +182,25 @@ static enum control_result no_expects(struct control_request *req)
 	return CONTROL_DONE;
 }
 
+static void reread_master(struct caches *c, const struct flow_tuple *master);
+
+/*
+ * Expectation events come with ExpectationSync, and NEW ones always: a NAT
+ * helper that expects a data connection has just rewritten its master's
+ * stream (an FTP PORT through SNAT), and that changes the master's
+ * sequence adjustment without an event (see reread_master()).
+ */
 static void on_expect_event(void *arg, const void *msg, size_t len, bool own_write)
 {
 	struct caches *c = arg;
+	enum kernel_event ev;
 
 	if (c->expects)
 		expects_on_event(c->expects, msg, len, own_write);
+	if (own_write || kernel_exp_parse(msg, len, &c->exp_scratch, &ev) != KERNEL_OK ||
+	    ev != KERNEL_EV_NEW)
+		return;
+	reread_master(c, &c->exp_scratch.master);
 }
 
 /* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
@@ -1478,6 +1492,7 @@ int caches_start(struct caches *c)
 		.reliable = cfg->general.netlink_events_reliable,
 		.iteration_limit = cfg->general.event_iteration_limit,
 		.expectations = c->expects != NULL,
+		.expectation_news = true,
 		/* Wait 1 ms for events to accumulate: ~50 per system call instead of ~3. */
 		.coalesce_ms = 1,
 	};

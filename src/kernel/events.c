@@ -297,6 +297,8 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 	if (o->expectations)
 		groups |= (1u << (NFNLGRP_CONNTRACK_EXP_NEW - 1)) | (1u << (NFNLGRP_CONNTRACK_EXP_UPDATE - 1)) |
 			  (1u << (NFNLGRP_CONNTRACK_EXP_DESTROY - 1));
+	else if (o->expectation_news)
+		groups |= 1u << (NFNLGRP_CONNTRACK_EXP_NEW - 1);
 	ev = calloc(1, sizeof(*ev));
 	if (!ev || !(ev->buf = malloc((size_t)EV_SLOTS * EV_SLOT_SIZE))) {
 		free(ev);

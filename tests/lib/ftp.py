@@ -10,9 +10,10 @@ connection to P; on the data connection it sends one line.  With --active
 the client sends "PORT a,b,c,d,p1,p2" instead, with its own address (which a
 NAT'ing firewall's helper rewrites in the stream, so that the firewall
 adjusts the TCP sequence numbers from then on), and the server connects
-to what it reads there.  The client logs
-in, asks for PASV, then waits until the go-file exists (the test's moment,
-e.g. after a failover) before it opens the data connection, and writes
+to what it read there when the client sends RETR.  The client logs
+in, asks for PASV (or sends PORT), then waits until the go-file exists (the
+test's moment, e.g. after a failover) before it opens the data connection
+(or sends RETR), and writes
 {"control_ok", "data_ok", "data_ms", "error"} as JSON to the result file.
 Everything is bounded in time.
 """
@@ -29,6 +30,7 @@ def session(args, conn, data, deadline):
     conn.settimeout(max(1, deadline - time.time()))
     conn.sendall(b"220 ctsyncd test ftp\r\n")
     f = conn.makefile("rb")
+    port_addr = None
     while time.time() < deadline:
         line = f.readline()
         if not line:
@@ -38,11 +40,13 @@ def session(args, conn, data, deadline):
             conn.sendall(b"230 logged in\r\n")
         elif cmd == b"PORT":
             nums = line.strip().split(b" ")[1].decode().split(",")
+            port_addr = (".".join(nums[:4]), int(nums[4]) * 256 + int(nums[5]))
             conn.sendall(b"200 ok\r\n")
-            d = socket.create_connection((".".join(nums[:4]), int(nums[4]) * 256 + int(nums[5])),
-                                         timeout=max(1, deadline - time.time()))
+        elif cmd == b"RETR" and port_addr:
+            d = socket.create_connection(port_addr, timeout=max(1, deadline - time.time()))
             d.sendall(b"data through the firewall\n")
             d.close()
+            conn.sendall(b"226 done\r\n")
         elif cmd == b"PASV":
             a = args.bind.replace(".", ",")
             p = args.data_port
@@ -98,7 +102,10 @@ def client(args):
             a, p = lst.getsockname()
             c.sendall(("PORT %s,%d,%d\r\n" % (a.replace(".", ","), p >> 8, p & 255)).encode())
             out["control_ok"] = f.readline().startswith(b"200")
+            while not os.path.exists(args.go_file) and time.time() < deadline:
+                time.sleep(0.05)
             t = time.time()
+            c.sendall(b"RETR file\r\n")
             d, _ = lst.accept()
         else:
             c.sendall(b"PASV\r\n")
