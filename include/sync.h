@@ -252,6 +252,16 @@ struct ftfw_ops {
 	void (*apply_exp)(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x);
 	/* The CT_DEL of dead flow `handle` was acknowledged: delete it now.  Required. */
 	void (*dead_acked)(void *arg, uint32_t handle);
+	/*
+	 * Optional hint: `f` (normalised, valid during the call only) will
+	 * soon be given to apply() with this type, unless its message turns
+	 * out to be old or the engine restarts the peer first.  The engine
+	 * decodes the states of several messages before it applies the first
+	 * of them (ftfw_receive_batch()), so that the caller can start the
+	 * table lookups early (flow_table_prefetch()) and their cache misses
+	 * overlap.  Must not change any state the engine or apply() can see.
+	 */
+	void (*prefetch)(void *arg, unsigned peer, uint8_t type, const struct flow_full *f);
 	/* Optional. */
 	void (*peer_event)(void *arg, unsigned peer, enum ftfw_peer_event ev);
 	/*
@@ -282,7 +292,7 @@ uint32_t ftfw_initial_seq(uint32_t time_s, uint32_t salt);
  * or a random value (1.4.7: time(NULL)).
  * `now` starts the ALIVE timer: the first ALIVE (with HELLO) goes out one
  * second later if nothing else was sent.  The caller keeps `internal`
- * alive as long as the engine.  The engine takes about 240 KiB plus its
+ * alive as long as the engine.  The engine takes about 280 KiB plus its
  * in-flight ring (1 MiB with the default ResendQueueSize), all here.
  * 0 and *out, or -EINVAL (no emit, apply or dead_acked callback, an
  * unknown mode, or an entry already in the table without a user area; a
@@ -346,6 +356,16 @@ void ftfw_forget_all(struct ftfw *e);
  * emitted from within this call.  -EINVAL for a peer id out of range.
  */
 int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64_t now);
+/*
+ * The messages m[0..n-1] of one datagram (or of one read of a stream), in
+ * order: the same as ftfw_receive() on each of them, but the conntrack
+ * states are decoded FTFW_RX_AHEAD messages at a time before the first of
+ * them is digested, and ops->prefetch is told of each.  The messages'
+ * bytes must stay valid and unchanged during the call.
+ */
+#define FTFW_RX_AHEAD           32u
+int ftfw_receive_batch(struct ftfw *e, unsigned peer, const struct wire_msg *m, unsigned n,
+		       uint64_t now);
 /*
  * Count a datagram (or stream) the splitter stopped on: WIRE_SPLIT_ERROR
  * with its reason (truncated, bad size), for `-s network`.

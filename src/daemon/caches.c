@@ -750,6 +750,13 @@ static int store_remote(struct caches *c, uint8_t type, const struct flow_full *
 	return -EINVAL;
 }
 
+void caches_prefetch_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
+{
+	(void)type;
+	if (!c->cfg->sync.disable_external_cache)
+		flow_table_prefetch(c->external, flow_table_hash(c->external, &ff->flow.orig));
+}
+
 int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff)
 {
 	int rc;

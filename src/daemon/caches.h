@@ -77,6 +77,8 @@ void caches_forget_dead(struct caches *c, uint32_t handle);
  * sweeps the table in slices (caches.c), and -s cache counts them.
  */
 int caches_apply_remote(struct caches *c, uint8_t type, const struct flow_full *ff);
+/* A hint: `ff` will soon be given to caches_apply_remote(); start its table lookup. */
+void caches_prefetch_remote(struct caches *c, uint8_t type, const struct flow_full *ff);
 
 /* Empty the external cache (the peer restarted and will send everything again). */
 void caches_flush_external(struct caches *c);

@@ -92,7 +92,8 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 	struct replication *r = arg;
 	uint64_t now = loop_now_ms(r->loop);
 	struct wire_split split;
-	struct wire_msg m;
+	struct wire_msg m[FTFW_RX_AHEAD];
+	enum wire_split_status st = WIRE_SPLIT_MSG;
 	int peer = peer_id(r, src);
 
 	r->datagrams++;
@@ -100,17 +101,16 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 		r->unknown_peers++;
 		return;
 	}
+	/* The messages go to the engine in runs, so that it can decode ahead. */
 	wire_split_init(&split, buf, len, false);
-	for (;;) {
-		enum wire_split_status st = wire_split_next(&split, &m);
+	while (st == WIRE_SPLIT_MSG) {
+		unsigned n = 0;
 
-		if (st == WIRE_SPLIT_MSG) {
-			ftfw_receive(r->engine, (unsigned)peer, &m, now);
-			continue;
-		}
+		while (n < FTFW_RX_AHEAD && (st = wire_split_next(&split, &m[n])) == WIRE_SPLIT_MSG)
+			n++;
+		ftfw_receive_batch(r->engine, (unsigned)peer, m, n, now);
 		if (st == WIRE_SPLIT_ERROR)
-			ftfw_count_rejected(r->engine, (unsigned)peer, m.reason);
-		break;
+			ftfw_count_rejected(r->engine, (unsigned)peer, m[n].reason);
 	}
 }
 
@@ -134,6 +134,13 @@ static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_
 
 	(void)peer;
 	expects_apply_remote(caches_expects(r->caches), type, x);
+}
+
+static void prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct replication *r = arg;
+
+	caches_prefetch_remote(r->caches, type, f);
 }
 
 static void dead_acked(void *arg, uint32_t handle)
@@ -411,11 +418,12 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		      struct caches *caches)
 {
 	static const struct ftfw_ops ops = {
-		.emit = emit, .apply = apply, .apply_exp = apply_exp, .dead_acked = dead_acked,
-		.peer_event = peer_event,
+		.emit = emit, .apply = apply, .apply_exp = apply_exp, .prefetch = prefetch,
+		.dead_acked = dead_acked, .peer_event = peer_event,
 	};
 	static const struct ftfw_ops ops_no_exp = {
-		.emit = emit, .apply = apply, .dead_acked = dead_acked, .peer_event = peer_event,
+		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
+		.peer_event = peer_event,
 	};
 	struct ftfw_config fc = {
 		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK :

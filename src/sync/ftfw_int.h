@@ -157,6 +157,18 @@ struct ftfw {
 
 	struct flow_full txflow;        /* scratch: the flow being encoded */
 	struct flow_full rxflow;        /* scratch: the flow being decoded */
+	/*
+	 * ftfw_receive_batch(): the states decoded ahead, in message order,
+	 * each found again by its message's address; ahead_pos is the next
+	 * one not used yet.  Empty outside ftfw_receive_batch(), whose
+	 * receive buffer is reused for the next datagram.
+	 */
+	struct ftfw_rx_ahead {
+		const uint8_t *data;
+		enum wire_reason reason;
+		struct flow_full f;
+	} ahead[FTFW_RX_AHEAD];
+	unsigned ahead_n, ahead_pos;
 	struct flow_exp rxexp;
 	uint8_t buf[FTFW_MSG_MAX];
 };

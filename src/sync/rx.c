@@ -360,13 +360,31 @@ static void gap(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, 
 	}
 }
 
+/* The state of conntrack message `m`: decoded ahead by ftfw_receive_batch(), or now. */
+static const struct flow_full *rx_decoded(struct ftfw *e, const struct wire_msg *m,
+					  enum wire_reason *r)
+{
+	/* Messages come in order; those skipped (old, ignored) leave their slot unused. */
+	while (e->ahead_pos < e->ahead_n) {
+		struct ftfw_rx_ahead *a = &e->ahead[e->ahead_pos++];
+
+		if (a->data == m->data) {
+			*r = a->reason;
+			return &a->f;
+		}
+	}
+	*r = wire_ct_decode(m->data, m->len, &e->rxflow);
+	return &e->rxflow;
+}
+
 void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 {
 	uint8_t type = m->hdr.type;
+	const struct flow_full *f;
 	enum wire_reason r;
 
 	if (wire_type_is_ct(type)) {
-		r = wire_ct_decode(m->data, m->len, &e->rxflow);
+		f = rx_decoded(e, m, &r);
 		if (r != WIRE_OK) {
 			/* §1.8 step 7: dropped, but its sequence number counts and is ACKed. */
 			e->st.malformed[r]++;
@@ -374,7 +392,7 @@ void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 		}
 		e->st.data_recv++;
 		e->data_since_resync = true;
-		e->ops.apply(e->arg, peer, type, &e->rxflow);
+		e->ops.apply(e->arg, peer, type, f);
 		return;
 	}
 	if (!e->ops.apply_exp) {
@@ -556,6 +574,48 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	if (!p->in_hello && !p->hello_over) {
 		p->hello_over = true;
 		p->hello_end = h->seq;
+	}
+	return 0;
+}
+
+/*
+ * Decode the conntrack states of m[0..n-1] (n <= FTFW_RX_AHEAD) and hint
+ * the caller of each.  Decoding is pure, so doing it before the digest of
+ * the earlier messages changes nothing; the reason of a message that does
+ * not decode is kept, to be counted if and when its turn comes.
+ */
+static void decode_ahead(struct ftfw *e, unsigned peer, const struct wire_msg *m, unsigned n)
+{
+	e->ahead_n = e->ahead_pos = 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct ftfw_rx_ahead *a;
+
+		if (m[i].reason != WIRE_OK || m[i].kind != WIRE_K_DATA ||
+		    !wire_type_is_ct(m[i].hdr.type))
+			continue;
+		a = &e->ahead[e->ahead_n++];
+		a->data = m[i].data;
+		a->reason = wire_ct_decode(m[i].data, m[i].len, &a->f);
+		if (a->reason == WIRE_OK)
+			e->ops.prefetch(e->arg, peer, m[i].hdr.type, &a->f);
+	}
+}
+
+int ftfw_receive_batch(struct ftfw *e, unsigned peer, const struct wire_msg *m, unsigned n,
+		       uint64_t now)
+{
+	if (peer >= FTFW_PEERS_MAX)
+		return -EINVAL;
+	while (n > 0) {
+		unsigned k = n < FTFW_RX_AHEAD ? n : FTFW_RX_AHEAD;
+
+		if (e->ops.prefetch && k > 1)
+			decode_ahead(e, peer, m, k);
+		for (unsigned i = 0; i < k; i++)
+			ftfw_receive(e, peer, &m[i], now);
+		e->ahead_n = e->ahead_pos = 0;
+		m += k;
+		n -= k;
 	}
 	return 0;
 }

@@ -423,6 +423,15 @@ static void cb_apply(void *arg, unsigned peer, uint8_t type, const struct flow_f
 		world_fail(n->w, "node %u: external upsert failed", n->id);
 }
 
+static void cb_prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct node *n = arg;
+
+	(void)type;
+	if (peer < n->w->n && n->ext[peer])
+		flow_table_prefetch(n->ext[peer], flow_table_hash(n->ext[peer], &f->flow.orig));
+}
+
 static void cb_dead_acked(void *arg, uint32_t h)
 {
 	struct node *n = arg;
@@ -455,6 +464,7 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 static const struct ftfw_ops node_ops = {
 	.emit = cb_emit,
 	.apply = cb_apply,
+	.prefetch = cb_prefetch,
 	.dead_acked = cb_dead_acked,
 	.peer_event = cb_peer_event,
 };
@@ -552,17 +562,23 @@ void node_down(struct node *n, uint64_t now, uint32_t down_ms)
 	n->restarts++;
 }
 
+/* As the daemon: the messages of a datagram go to the engine in runs, decoded ahead. */
 void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 {
 	struct wire_split s;
-	struct wire_msg m;
-	enum wire_split_status st;
+	struct wire_msg m[FTFW_RX_AHEAD];
+	enum wire_split_status st = WIRE_SPLIT_MSG;
 
 	wire_split_init(&s, d->data, d->len, false);
-	while ((st = wire_split_next(&s, &m)) == WIRE_SPLIT_MSG)
-		ftfw_receive(n->e, d->from, &m, now);
-	if (st == WIRE_SPLIT_ERROR)
-		ftfw_count_rejected(n->e, d->from, m.reason);
+	while (st == WIRE_SPLIT_MSG) {
+		unsigned k = 0;
+
+		while (k < FTFW_RX_AHEAD && (st = wire_split_next(&s, &m[k])) == WIRE_SPLIT_MSG)
+			k++;
+		ftfw_receive_batch(n->e, d->from, m, k, now);
+		if (st == WIRE_SPLIT_ERROR)
+			ftfw_count_rejected(n->e, d->from, m[k].reason);
+	}
 	n->dirty = true;
 }
 

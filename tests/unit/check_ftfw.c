@@ -69,6 +69,8 @@ static struct harness {
 	size_t nevents;
 	struct { unsigned peer; enum ftfw_peer_event ev; } events[64];
 	bool delete_dead;               /* dead_acked deletes the entry, as the daemon does */
+	size_t nprefetched;
+	uint16_t prefetched_port[APPLY_MAX];
 } H;
 
 static void h_emit(void *arg, const void *msg, size_t len)
@@ -100,6 +102,16 @@ static void h_apply(void *arg, unsigned peer, uint8_t type, const struct flow_fu
 	a->f = *f;
 }
 
+static void h_prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	struct harness *h = arg;
+
+	(void)peer;
+	(void)type;
+	REQUIRE(h->nprefetched < APPLY_MAX, "too many prefetch hints");
+	h->prefetched_port[h->nprefetched++] = ntohs(f->flow.orig.l4.port.sport);
+}
+
 static void h_dead_acked(void *arg, uint32_t handle)
 {
 	struct harness *h = arg;
@@ -124,6 +136,7 @@ static void h_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 static const struct ftfw_ops h_ops = {
 	.emit = h_emit,
 	.apply = h_apply,
+	.prefetch = h_prefetch,
 	.dead_acked = h_dead_acked,
 	.peer_event = h_event,
 };
@@ -531,6 +544,52 @@ START_TEST(two_messages_in_one_datagram_get_one_ack_range)
 	h_advance(1000);
 	EXPECT_EQ("ACKs", 1, count_kind(0, WIRE_K_ACK));
 	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 3);
+	h_teardown();
+}
+END_TEST
+
+/*
+ * ftfw_receive_batch() decodes ahead, yet digests in order: an old message
+ * and a malformed one in the middle change nothing for their neighbours,
+ * and the states are applied as ftfw_receive() one by one would apply them.
+ */
+START_TEST(batch_decodes_ahead_but_applies_in_order)
+{
+	uint8_t buf[5 * WIRE_CT_MAX_LEN + 16];
+	struct wire_msg m[5];
+	struct wire_split sp;
+	size_t n, k = 0;
+	struct ftfw_stats s;
+
+	row2();
+	n = data_msg(buf, WIRE_T_CT_NEW, 0, S + 2, 2, 1);
+	n += data_msg(buf + n, WIRE_T_CT_NEW, 0, S + 1, 1, 9);         /* old: dropped */
+	k = n;
+	n = add_tlv(buf + k, data_msg(buf + k, WIRE_T_CT_UPD, 0, S + 3, 3, 1), NTA_MAX, 8, 8) + k;
+	n += data_msg(buf + n, WIRE_T_CT_UPD, 0, S + 4, 4, 1);
+	n += data_msg(buf + n, WIRE_T_CT_DEL, 0, S + 5, 2, 1);
+	wire_split_init(&sp, buf, n, false);
+	for (k = 0; k < 5; k++)
+		ck_assert_int_eq(wire_split_next(&sp, &m[k]), WIRE_SPLIT_MSG);
+	ck_assert_int_eq(ftfw_receive_batch(H.e, 0, m, 5, H.now), 0);
+	EXPECT_EQ("hints: every state that decodes, the old one too", 4, H.nprefetched);
+	EXPECT_EQ("states applied", 3, H.napplied);
+	EXPECT_EQ("first applied", 1024 + 2, ntohs(H.applied[0].f.flow.orig.l4.port.sport));
+	EXPECT_EQ("its mark", 1, H.applied[0].f.flow.mark);
+	EXPECT_EQ("second applied", 1024 + 4, ntohs(H.applied[1].f.flow.orig.l4.port.sport));
+	EXPECT_EQ("second type", WIRE_T_CT_UPD, H.applied[1].type);
+	EXPECT_EQ("third applied", 1024 + 2, ntohs(H.applied[2].f.flow.orig.l4.port.sport));
+	EXPECT_EQ("third type", WIRE_T_CT_DEL, H.applied[2].type);
+	s = stats();
+	EXPECT_EQ("old message counted", 1, s.seq_before);
+	EXPECT_EQ("malformed: unknown attribute", 1, s.malformed[WIRE_R_ATTR_UNKNOWN]);
+	h_advance(1000);
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK", WIRE_F_ACK, S + 2, S + 5);
+	/* Nothing decoded ahead is left over for the next datagram (its buffer is reused). */
+	H.napplied = 0;
+	feed_data(0, S + 6, 2, 5);
+	EXPECT_EQ("next datagram applied", 1, H.napplied);
+	EXPECT_EQ("with its own mark", 5, H.applied[0].f.flow.mark);
 	h_teardown();
 }
 END_TEST
@@ -1975,6 +2034,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(conf, wrong_size_l4proto_is_rejected_but_acked);
 	tcase_add_test(conf, wrong_version_is_never_acked_and_later_nacked);
 	tcase_add_test(conf, two_messages_in_one_datagram_get_one_ack_range);
+	tcase_add_test(conf, batch_decodes_ahead_but_applies_in_order);
 	tcase_add_test(conf, four_trailing_bytes_inside_len_are_accepted);
 	tcase_add_test(conf, resync_request_sends_the_whole_cache);
 	tcase_add_test(conf, nack_resends_with_new_sequence_numbers);
