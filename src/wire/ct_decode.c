@@ -65,25 +65,38 @@ const char *wire_ct_attr_name(uint16_t id)
 	return id < NTA_MAX ? ct_attrs[id].name : "?";
 }
 
-static bool group_allows(uint8_t group, uint8_t l4proto)
+#define SEEN(id)        (UINT64_C(1) << (id))
+
+/*
+ * The attributes of each group, as SEEN() bits, built from the table once
+ * at start-up, so that a message's protocol is checked against all of its
+ * attributes in one step instead of one table look-up per attribute.
+ */
+static uint64_t group_attrs[G_ICMP + 1];
+
+__attribute__((constructor)) static void build_group_attrs(void)
 {
-	switch (group) {
-	case G_PORTS:
-		return wire_l4_has_ports(l4proto);
-	case G_TCP:
-		return l4proto == L4_TCP;
-	case G_SCTP:
-		return l4proto == L4_SCTP;
-	case G_DCCP:
-		return l4proto == L4_DCCP;
-	case G_ICMP:
-		return l4proto == L4_ICMP || l4proto == L4_ICMPV6;
-	default:
-		return true;
-	}
+	for (unsigned id = 0; id < NTA_MAX; id++)
+		group_attrs[ct_attrs[id].group] |= SEEN(id);
 }
 
-#define SEEN(id)        (UINT64_C(1) << (id))
+/* The attributes a message of protocol `l4proto` may carry. */
+static uint64_t attrs_allowed(uint8_t l4proto)
+{
+	uint64_t ok = group_attrs[G_ANY];
+
+	if (wire_l4_has_ports(l4proto))
+		ok |= group_attrs[G_PORTS];
+	if (l4proto == L4_TCP)
+		ok |= group_attrs[G_TCP];
+	else if (l4proto == L4_SCTP)
+		ok |= group_attrs[G_SCTP];
+	else if (l4proto == L4_DCCP)
+		ok |= group_attrs[G_DCCP];
+	else if (l4proto == L4_ICMP || l4proto == L4_ICMPV6)
+		ok |= group_attrs[G_ICMP];
+	return ok;
+}
 
 static uint32_t be32_at(const uint8_t *v, int i)
 {
@@ -279,9 +292,8 @@ static enum wire_reason check_ct(struct flow_full *ff, uint64_t seen)
 		return WIRE_R_NO_ADDRESS;
 	if (!(seen & SEEN(NTA_L4PROTO)))
 		return WIRE_R_NO_L4PROTO;
-	for (uint64_t s = seen; s; s &= s - 1)
-		if (!group_allows(ct_attrs[__builtin_ctzll(s)].group, p))
-			return WIRE_R_PROTO_MISMATCH;
+	if (seen & ~attrs_allowed(p))
+		return WIRE_R_PROTO_MISMATCH;
 	/* UDPlite is not here: 1.4.7 never sends its ports (§1.6). */
 	if (l4_ports_sent_by_147(p) && !(seen & SEEN(NTA_PORT)))
 		return WIRE_R_NO_PORTS;

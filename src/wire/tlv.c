@@ -118,41 +118,6 @@ void tlv_in_init(struct tlv_in *in, const void *msg, size_t len,
 	in->nrules = nrules;
 }
 
-int tlv_next(struct tlv_in *in, struct tlv *a)
-{
-	size_t left = (size_t)(in->end - in->p);
-	const struct tlv_rule *r;
-	uint16_t nta_len;
-
-	/* Up to 4 trailing bytes are not an attribute (§1.8 step 7). */
-	if (in->p >= in->end || left <= WIRE_TLV_TRAILER_MAX)
-		return 0;
-	nta_len = tlv_be16(in->p);
-	a->id = tlv_be16(in->p + 2);
-	if (nta_len > left)
-		return -WIRE_R_ATTR_OVERRUN;
-	if (nta_len < WIRE_TLV_HDR_LEN)
-		return -WIRE_R_ATTR_SHORT;
-	if (a->id >= in->nrules)
-		return -WIRE_R_ATTR_UNKNOWN;
-	r = &in->rules[a->id];
-	if (r->len && nta_len != r->len)
-		return -WIRE_R_ATTR_SIZE;
-	if (!r->len && nta_len > r->max)
-		return -WIRE_R_ATTR_TOO_LONG;
-	a->n = (uint16_t)(nta_len - WIRE_TLV_HDR_LEN);
-	a->v = in->p + WIRE_TLV_HDR_LEN;
-	/*
-	 * 1.4.7 steps over the padding without checking that it is inside the
-	 * message: a last attribute may end unpadded.  Stop there, then.
-	 */
-	if (WIRE_ALIGNED((size_t)nta_len) >= left)
-		in->p = in->end;
-	else
-		in->p += WIRE_ALIGNED((size_t)nta_len);
-	return 1;
-}
-
 bool tlv_get_name(char *dst, size_t size, const struct tlv *a)
 {
 	const uint8_t *nul = memchr(a->v, '\0', a->n);

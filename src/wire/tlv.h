@@ -75,15 +75,50 @@ struct tlv {
 /* Start reading the TLVs after the header of `msg` (len >= WIRE_HDR_LEN). */
 void tlv_in_init(struct tlv_in *in, const void *msg, size_t len,
 		 const struct tlv_rule *rules, unsigned nrules);
-/*
- * The next attribute, checked as 1.4.7 checks it (§1.8 step 7): returns
- * 1 with *a filled, 0 at the end (at most 4 bytes left), or -reason.
- */
-int tlv_next(struct tlv_in *in, struct tlv *a);
-
 static inline uint16_t tlv_be16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/*
+ * The next attribute, checked as 1.4.7 checks it (§1.8 step 7): returns
+ * 1 with *a filled, 0 at the end (at most 4 bytes left), or -reason.
+ * Inline: it runs for every attribute of every received state, and the
+ * decoders' loops then see their rule table.
+ */
+static inline int tlv_next(struct tlv_in *in, struct tlv *a)
+{
+	size_t left = (size_t)(in->end - in->p);
+	const struct tlv_rule *r;
+	uint16_t nta_len;
+
+	/* Up to 4 trailing bytes are not an attribute (§1.8 step 7). */
+	if (in->p >= in->end || left <= WIRE_TLV_TRAILER_MAX)
+		return 0;
+	nta_len = tlv_be16(in->p);
+	a->id = tlv_be16(in->p + 2);
+	if (nta_len > left)
+		return -WIRE_R_ATTR_OVERRUN;
+	if (nta_len < WIRE_TLV_HDR_LEN)
+		return -WIRE_R_ATTR_SHORT;
+	if (a->id >= in->nrules)
+		return -WIRE_R_ATTR_UNKNOWN;
+	r = &in->rules[a->id];
+	if (r->len && nta_len != r->len)
+		return -WIRE_R_ATTR_SIZE;
+	if (!r->len && nta_len > r->max)
+		return -WIRE_R_ATTR_TOO_LONG;
+	a->n = (uint16_t)(nta_len - WIRE_TLV_HDR_LEN);
+	a->v = in->p + WIRE_TLV_HDR_LEN;
+	/*
+	 * 1.4.7 steps over the padding without checking that it is inside the
+	 * message: a last attribute may end unpadded.  Stop there, then.
+	 */
+	if (WIRE_ALIGNED((size_t)nta_len) >= left)
+		in->p = in->end;
+	else
+		in->p += WIRE_ALIGNED((size_t)nta_len);
+	return 1;
 }
 
 static inline uint32_t tlv_be32(const uint8_t *p)
