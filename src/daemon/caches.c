@@ -323,11 +323,11 @@ static bool load_marked(const struct caches *c, uint32_t handle, uint8_t bits)
 
 /*
  * Store a NEW or UPDATE state of the kernel (`handle`: its entry, from the
- * caller's lookup, or 0); tell the listener when asked.  Returns the entry,
- * or 0 if the table refused it.
+ * caller's lookup, or 0; `hash`: the key's hash that lookup used); tell
+ * the listener when asked.  Returns the entry, or 0 if the table refused it.
  */
 static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct flow_full *ff, bool notify,
-			    uint32_t handle)
+			    uint32_t handle, uint32_t hash)
 {
 	const struct flow_full *in = ff;
 	int rc;
@@ -338,7 +338,8 @@ static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct
 		merge_update(&c->scratch, ff, c->event_labels_whole);
 		in = &c->scratch;
 	}
-	rc = flow_table_upsert(c->internal, in, now_s(c), &handle);
+	/* `in` has the key of `ff` (merge_update() keeps it), so the hash holds. */
+	rc = flow_table_upsert_hashed(c->internal, in, hash, now_s(c), &handle);
 	if (rc < 0)
 		return 0;   /* counted by the table (HashLimit, memory) */
 	load_mark(c, handle, LOAD_SEEN);
@@ -406,30 +407,31 @@ static void reread_master(struct caches *c, const struct flow_tuple *master)
 	    memcmp(x->nat_seq, c->reread.ext.nat_seq, sizeof(x->nat_seq)) == 0)
 		return;
 	c->n.masters_reread++;
-	store_local(c, KERNEL_EV_UPDATE, &c->reread, true, h);
+	store_local(c, KERNEL_EV_UPDATE, &c->reread, true, h, flow_table_hash(c->internal, &c->reread.flow.orig));
 }
 
 static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin)
 {
 	struct caches *c = arg;
-	uint32_t handle;
+	uint32_t handle, hash;
 
 	if (!flow_filter_pass_full(c->filter, ff)) {
 		c->n.events_filtered++;
 		return;
 	}
-	handle = flow_table_lookup(c->internal, &ff->flow.orig);
+	hash = flow_table_hash(c->internal, &ff->flow.orig);
+	handle = flow_table_lookup_hashed(c->internal, &ff->flow.orig, hash);
 	switch (ev) {
 	case KERNEL_EV_NEW:
 		c->n.events_new++;
-		handle = store_local(c, ev, ff, true, handle);
+		handle = store_local(c, ev, ff, true, handle, hash);
 		if (ff->flow.attrs & FLOW_A_MASTER)
 			reread_master(c, &ff->ext.master);
 		break;
 	case KERNEL_EV_UPDATE:
 		c->n.events_update++;
 		c->event_labels_whole = (origin & KERNEL_ORIGIN_REQUEST) != 0;
-		handle = store_local(c, ev, ff, true, handle);
+		handle = store_local(c, ev, ff, true, handle, hash);
 		c->event_labels_whole = false;
 		break;
 	case KERNEL_EV_DESTROY:
@@ -494,14 +496,14 @@ static void on_overrun(void *arg, uint32_t rcvbuf)
 static void on_dump_flow(void *arg, const struct flow_full *ff)
 {
 	struct caches *c = arg;
-
-	uint32_t handle;
+	uint32_t handle, hash;
 
 	if (!flow_filter_pass_full(c->filter, ff)) {
 		c->load_filtered++;
 		return;
 	}
-	handle = flow_table_lookup(c->internal, &ff->flow.orig);
+	hash = flow_table_hash(c->internal, &ff->flow.orig);
+	handle = flow_table_lookup_hashed(c->internal, &ff->flow.orig, hash);
 	if (handle && load_marked(c, handle, LOAD_TOUCHED)) {
 		/* An event already told us of a change at least as new as this copy. */
 		if (!(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD))
@@ -525,7 +527,7 @@ static void on_dump_flow(void *arg, const struct flow_full *ff)
 			ff = &c->scratch;
 		}
 	}
-	store_local(c, KERNEL_EV_NEW, ff, load_tells(c) && !poll_is_peers_own(c, ff, handle), handle);
+	store_local(c, KERNEL_EV_NEW, ff, load_tells(c) && !poll_is_peers_own(c, ff, handle), handle, hash);
 }
 
 /* The deletions caches_forget_dead() put off until the end of the load. */
