@@ -244,6 +244,14 @@ struct kernel_events_cb {
 	void (*on_overrun)(void *arg, uint32_t rcvbuf);
 	/* A message was rejected; it is also counted.  May be NULL. */
 	void (*on_malformed)(void *arg, enum kernel_reason r);
+	/*
+	 * A hint, may be NULL: `ff` (valid during the call only) is about to
+	 * be given to on_flow.  The events of one read are parsed before the
+	 * first of them is delivered, so that the owner can start its table
+	 * look-ups early and their cache misses overlap.  Must change nothing
+	 * that on_flow could see.
+	 */
+	void (*prefetch)(void *arg, const struct flow_full *ff);
 };
 
 struct kernel_events_stats {

@@ -410,6 +410,14 @@ static void reread_master(struct caches *c, const struct flow_tuple *master)
 	store_local(c, KERNEL_EV_UPDATE, &c->reread, true, h, flow_table_hash(c->internal, &c->reread.flow.orig));
 }
 
+/* An event about to come: start loading its internal-table bucket. */
+static void on_event_prefetch(void *arg, const struct flow_full *ff)
+{
+	struct caches *c = arg;
+
+	flow_table_prefetch(c->internal, flow_table_hash(c->internal, &ff->flow.orig));
+}
+
 static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin)
 {
 	struct caches *c = arg;
@@ -1506,7 +1514,7 @@ int caches_start(struct caches *c)
 		.coalesce_ms = 1,
 	};
 	static const struct kernel_events_cb ecb = { .on_flow = on_event, .on_expect = on_expect_event,
-						     .on_overrun = on_overrun };
+						     .on_overrun = on_overrun, .prefetch = on_event_prefetch };
 	int err = 0;
 
 	if (cfg->general.filter.kernelspace && cfg->general.poll_secs)

@@ -71,6 +71,19 @@ struct kernel_events {
 	struct sockaddr_nl from[EV_SLOTS];
 	uint8_t *buf;
 	struct flow_full ff;
+	/*
+	 * The conntrack events of the current read, parsed ahead when the
+	 * owner takes prefetch hints (parse_ahead()); each is found again by
+	 * its message's address, in order.  Empty between reads: the slots'
+	 * buffers are reused.
+	 */
+	struct ev_ahead {
+		const struct nlmsghdr *nlh;
+		enum kernel_reason why;
+		enum kernel_event kind;
+		struct flow_full ff;
+	} *ahead;
+	unsigned ahead_n, ahead_pos;
 };
 
 static void events_free(struct kernel_events *ev)
@@ -79,6 +92,7 @@ static void events_free(struct kernel_events *ev)
 		loop_unwatch(ev->loop, ev->fd);
 	loop_timer_free(ev->coalesce_timer);
 	mnl_socket_close(ev->nl);
+	free(ev->ahead);
 	free(ev->buf);
 	free(ev);
 }
@@ -133,6 +147,9 @@ static void on_overrun(struct kernel_events *ev)
 	}
 }
 
+static const struct flow_full *parsed(struct kernel_events *ev, const struct nlmsghdr *nlh,
+				      enum kernel_reason *why, enum kernel_event *kind);
+
 static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
 {
 	const struct nlmsghdr *nlh = (const struct nlmsghdr *)buf;
@@ -140,6 +157,7 @@ static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
 	for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
 		unsigned subsys = nlh->nlmsg_type >> 8;
 		bool own = is_own(ev, nlh->nlmsg_pid);
+		const struct flow_full *ff;
 		enum kernel_event kind;
 		enum kernel_reason why;
 
@@ -152,7 +170,7 @@ static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
 				ev->cb.on_expect(ev->arg, nlh, nlh->nlmsg_len, own);
 			continue;
 		}
-		why = kernel_ct_parse(nlh, nlh->nlmsg_len, &ev->ff, &kind);
+		ff = parsed(ev, nlh, &why, &kind);
 		if (why != KERNEL_OK) {
 			ev->st.malformed++;
 			log_debug("conntrack event dropped: %s (type 0x%x, %u bytes)",
@@ -164,7 +182,7 @@ static void handle_buffer(struct kernel_events *ev, const uint8_t *buf, int len)
 		ev->st.flows++;
 		if (own)
 			ev->st.own++;
-		ev->cb.on_flow(ev->arg, kind, &ev->ff,
+		ev->cb.on_flow(ev->arg, kind, ff,
 			       (own ? KERNEL_ORIGIN_OWN : 0) | (nlh->nlmsg_pid ? KERNEL_ORIGIN_REQUEST : 0));
 		if (ev->closing)
 			return;
@@ -181,6 +199,59 @@ static void count_rate(struct kernel_events *ev, unsigned got)
 	ev->busy = ev->window_events * 1000u >= (uint64_t)EV_BUSY_PER_S * span;
 	ev->window_start = now;
 	ev->window_events = 0;
+}
+
+/* Is this a conntrack (not expectation) event, the kind handle_buffer() parses? */
+static bool is_ct_event(const struct nlmsghdr *nlh)
+{
+	return nlh->nlmsg_type >= NLMSG_MIN_TYPE && (nlh->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK_EXP;
+}
+
+/*
+ * Parse the conntrack events of the first `n` slots ahead, up to EV_SLOTS
+ * of them, and hint the owner of each.  Parsing is pure: doing it before
+ * the earlier events are delivered changes nothing.
+ */
+static void parse_ahead(struct kernel_events *ev, int n)
+{
+	ev->ahead_n = ev->ahead_pos = 0;
+	for (int i = 0; i < n && ev->ahead_n < EV_SLOTS; i++) {
+		struct msghdr *mh = &ev->msgs[i].msg_hdr;
+		const struct nlmsghdr *nlh = ev->iov[i].iov_base;
+		int len = (int)ev->msgs[i].msg_len;
+
+		if (mh->msg_namelen != sizeof(struct sockaddr_nl) || ev->from[i].nl_pid != 0 ||
+		    (mh->msg_flags & MSG_TRUNC))
+			continue;
+		for (; mnl_nlmsg_ok(nlh, len) && ev->ahead_n < EV_SLOTS; nlh = mnl_nlmsg_next(nlh, &len)) {
+			struct ev_ahead *a;
+
+			if (!is_ct_event(nlh))
+				continue;
+			a = &ev->ahead[ev->ahead_n++];
+			a->nlh = nlh;
+			a->why = kernel_ct_parse(nlh, nlh->nlmsg_len, &a->ff, &a->kind);
+			if (a->why == KERNEL_OK)
+				ev->cb.prefetch(ev->arg, &a->ff);
+		}
+	}
+}
+
+/* The state of conntrack event `nlh`: parsed ahead, or now. */
+static const struct flow_full *parsed(struct kernel_events *ev, const struct nlmsghdr *nlh,
+				      enum kernel_reason *why, enum kernel_event *kind)
+{
+	while (ev->ahead_pos < ev->ahead_n) {
+		struct ev_ahead *a = &ev->ahead[ev->ahead_pos++];
+
+		if (a->nlh == nlh) {
+			*why = a->why;
+			*kind = a->kind;
+			return &a->ff;
+		}
+	}
+	*why = kernel_ct_parse(nlh, nlh->nlmsg_len, &ev->ff, kind);
+	return &ev->ff;
 }
 
 static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
@@ -215,6 +286,8 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 				log_error("netlink event socket: %s", strerror(errno));
 			break;
 		}
+		if (ev->ahead && n > 1)
+			parse_ahead(ev, n);
 		for (int i = 0; i < n && !ev->closing; i++) {
 			struct msghdr *mh = &ev->msgs[i].msg_hdr;
 
@@ -228,6 +301,7 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 			}
 			handle_buffer(ev, ev->iov[i].iov_base, (int)ev->msgs[i].msg_len);
 		}
+		ev->ahead_n = ev->ahead_pos = 0;
 		got += (unsigned)n;
 		if (n < EV_SLOTS) {
 			drained = true;
@@ -319,6 +393,12 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 	ev->fd = mnl_socket_get_fd(ev->nl);
 	ev->cb = *cb;
 	ev->arg = arg;
+	/* Without it the events are parsed one by one, as they are delivered. */
+	if (cb->prefetch && !(ev->ahead = calloc(EV_SLOTS, sizeof(*ev->ahead)))) {
+		events_free(ev);
+		*err = -ENOMEM;
+		return NULL;
+	}
 	ev->o = *o;
 	for (unsigned i = 0; i < EV_SLOTS; i++) {
 		ev->iov[i] = (struct iovec){ ev->buf + (size_t)i * EV_SLOT_SIZE, EV_SLOT_SIZE };
