@@ -87,8 +87,12 @@ wait_until() {
 pid_alive() { kill -0 "$1" 2>/dev/null; }
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 
+# at_exit COMMAND...: run COMMAND (one shell line) at exit, after the
+# daemons are stopped and the namespaces deleted, in the order registered.
+at_exit() { printf '%s\n' "$*" >>"$WORK/.atexit"; }
+
 _cleanup() {
-	local rc=$? pid ns pids=() namespaces=()
+	local rc=$? pid ns pids=() namespaces=() cmds=() cmd
 	[[ -f $WORK/.pids ]] && mapfile -t pids <"$WORK/.pids"
 	[[ -f $WORK/.namespaces ]] && mapfile -t namespaces <"$WORK/.namespaces"
 	for pid in "${pids[@]}"; do
@@ -107,6 +111,10 @@ _cleanup() {
 	done
 	for ns in "${namespaces[@]}"; do
 		ip netns del "$ns" 2>/dev/null
+	done
+	[[ -f $WORK/.atexit ]] && mapfile -t cmds <"$WORK/.atexit"
+	for cmd in "${cmds[@]}"; do
+		eval "$cmd"
 	done
 	if ((rc != 0)) || ((TESTS_FAILED > 0)); then
 		log "work directory kept for inspection: $WORK"

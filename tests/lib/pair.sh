@@ -91,3 +91,56 @@ NFT
 ext_active() {
 	ctl "$1" -s cache --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["external_cache"]["active"])'
 }
+
+# pair_ftp_helper: the kernel's ftp helper on TCP port 21 in both
+# namespaces (traffic over lo is tracked, so a side can talk FTP to itself).
+pair_ftp_helper() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" nft -f - <<'NFT' || return 1
+table inet ftp {
+	ct helper ftp-std { type "ftp" protocol tcp; }
+	chain out { type filter hook output priority 0; tcp dport 21 ct helper set "ftp-std"; }
+}
+NFT
+	done
+}
+
+# ftp_session SIDE DATAPORT: a control connection to port 21 whose client
+# announces "PORT addr,DATAPORT"; kept open (the master must live) until
+# killed ($FTP_PID).  The helper reads a command only where a line starts,
+# and it learns where lines start from the lines before: hence USER first.
+ftp_session() {
+	local ns addr
+	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	ip netns exec "$ns" timeout 120 python3 -c '
+import socket, sys, time
+addr, port = sys.argv[1], int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind((addr, 21)); srv.listen(1)
+cli = socket.create_connection((addr, 21)); conn, _ = srv.accept()
+conn.sendall(b"220 ready\r\n"); cli.recv(100)
+cli.sendall(b"USER anonymous\r\n"); conn.recv(100); conn.sendall(b"230 in\r\n"); cli.recv(100)
+cli.sendall(("PORT %s,%d,%d\r\n" % (addr.replace(".", ","), port >> 8, port & 255)).encode())
+conn.recv(100); conn.sendall(b"200 ok\r\n"); cli.recv(100)
+time.sleep(110)
+' "$addr" "$2" &
+	FTP_PID=$!
+	track_pid $FTP_PID
+}
+# data_conn SIDE PORT: the data connection the expectation announced (the
+# server's side connects to the client's PORT); a related flow, kept open.
+data_conn() {
+	local ns addr
+	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	ip netns exec "$ns" timeout 120 python3 -c '
+import socket, sys, time
+addr, port = sys.argv[1], int(sys.argv[2])
+lst = socket.socket(); lst.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+lst.bind((addr, port)); lst.listen(1)
+srv = socket.create_connection((addr, port)); cli, _ = lst.accept()
+srv.sendall(b"data\n"); cli.recv(100)
+time.sleep(110)
+' "$addr" "$2" &
+	track_pid $!
+}
