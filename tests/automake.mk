@@ -40,6 +40,8 @@ TESTS += tests/interop/conntrackd.sh
 EXTRA_DIST += tests/interop/conntrackd.sh
 TESTS += tests/interop/alarm.sh tests/interop/restarts.sh
 EXTRA_DIST += tests/interop/alarm.sh tests/interop/restarts.sh
+TESTS += tests/interop/attributes.sh
+EXTRA_DIST += tests/interop/attributes.sh tests/lib/interop.sh
 
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.
