@@ -2,7 +2,9 @@
 # ctsyncd and Debian's conntrackd 1.4.7 as a pair, both directions: states of
 # every kind cross the sync link and are committed on the other side with
 # the same attributes; 1.4.7 counts no malformed message from us; 1000
-# states converge under 20 % loss in each direction; -n and -B work across.
+# states, then 500 updates and 300 deletes of them, converge under 20 % loss
+# in each direction (the receiver's -e equals the sender's -i line by line);
+# -n and -B work across.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 . "$(dirname "$0")/../lib/interop.sh"
@@ -72,15 +74,29 @@ if [[ -x $CTLOAD ]]; then
 	ip netns exec "$NS_B" "$CTLOAD" create 1000 --timeout 600 --base-addr 198.18.60.1 >/dev/null
 	check "1000 states from ctsyncd converge in 1.4.7 under 20 % loss" \
 		wait_until 120 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 1000 ]]"
+	# updates (500) and deletes (300) under loss too; then the receiver's
+	# external cache must equal the sender's internal cache line by line
+	ip netns exec "$NS_A" "$CTLOAD" update 500 --base-addr 198.18.50.1 --mark 9 --timeout 600 >/dev/null
+	ip netns exec "$NS_A" "$CTLOAD" delete 300 --base-addr 198.18.50.1 --offset 700 >/dev/null
+	ip netns exec "$NS_B" "$CTLOAD" update 500 --base-addr 198.18.60.1 --mark 9 --timeout 600 >/dev/null
+	ip netns exec "$NS_B" "$CTLOAD" delete 300 --base-addr 198.18.60.1 --offset 700 >/dev/null
+	same() { [[ $(grep -c . <"$2") -eq 700 && $(dump_norm <"$2") == "$(dump_norm <"$3")" ]]; }
+	in_sync_50() { old -i | grep 'src=198\.18\.50\.' >"$WORK/i50"; ctl B -e | grep 'src=198\.18\.50\.' >"$WORK/e50"; same _ "$WORK/i50" "$WORK/e50"; }
+	in_sync_60() { ctl B -i | grep 'src=198\.18\.60\.' >"$WORK/i60"; old -e | grep 'src=198\.18\.60\.' >"$WORK/e60"; same _ "$WORK/i60" "$WORK/e60"; }
+	wait_until 120 in_sync_50
+	dumps_agree "1.4.7's updates and deletes under 20 % loss: ctsyncd's -e = 1.4.7's -i" "$WORK/i50" "$WORK/e50"
+	wait_until 120 in_sync_60
+	dumps_agree "ctsyncd's updates and deletes under 20 % loss: 1.4.7's -e = ctsyncd's -i" "$WORK/i60" "$WORK/e60"
+	check "... 1.4.7 -s network: no malformed, wrong version or bad size" old_net_clean "$(old -s network)"
 	pair_loss 0
 	ctl B -f external >/dev/null
 	ctl B -n >/dev/null
 	check "-n from ctsyncd: 1.4.7 sends its whole cache" \
-		wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.50) -eq 1000 ]]"
+		wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.50) -eq 700 ]]"
 	old -f external >/dev/null
 	ctl B -B >/dev/null
 	check "-B from ctsyncd fills 1.4.7's cache again" \
-		wait_until 20 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 1000 ]]"
+		wait_until 20 bash -c "[[ \$(ip netns exec '$NS_A' conntrackd -C '$WORK/A.conf' -e 2>/dev/null | grep -c 198.18.60) -eq 700 ]]"
 else
 	fail "bench/ctload is not built"
 fi
