@@ -26,16 +26,9 @@ pair_conf A FTFW
 pair_conf B FTFW
 pair_start A && pair_start B || { fail "the daemons start"; finish; }
 
-# conntrack(8) names labels through /etc/xtables/connlabel.conf: it runs in
-# a private mount namespace whose /etc is overlaid, so the host's /etc is
-# never touched.  Labels: lbl-a is bit 3, lbl-b bit 70.
-mkdir -p "$WORK/etc-up" "$WORK/etc-work"
-ct_labels() {   # ct_labels SIDE CONNTRACK-ARGS...
-	local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift
-	unshare -m sh -c 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$0/etc-up,workdir=$0/etc-work" /etc &&
-		mkdir -p /etc/xtables && printf "3 lbl-a\n70 lbl-b\n" >/etc/xtables/connlabel.conf &&
-		exec ip netns exec "$@"' "$WORK" "$ns" conntrack "$@"
-}
+# ct_labels SIDE CONNTRACK-ARGS...: conntrack(8) with labels lbl-a (bit 3)
+# and lbl-b (bit 70) (with_labels, common.sh)
+ct_labels() { local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift; with_labels "$ns" conntrack "$@"; }
 # line SIDE -i|-e: the dump line of the test's state
 line() { ctl "$1" "$2" | grep 'sport=4444 dport=80'; }
 has_labels() { [[ $(line "$1" "$2") =~ labels=0x0*$3( |$) ]]; }

@@ -21,20 +21,10 @@ require_cmd conntrack conntrackd nft python3
 modprobe nf_conntrack_ftp 2>/dev/null
 [[ -d /sys/module/nf_conntrack_ftp ]] || { echo "no nf_conntrack_ftp module: skipped" >&2; exit 77; }
 
-# conntrack(8) and libnetfilter_conntrack name labels through this file (the
-# kernel only knows bits).  Ours only if there is none; removed at exit.
-LABEL_CONF=/etc/xtables/connlabel.conf
-if [[ ! -e $LABEL_CONF ]]; then
-	[[ -d /etc/xtables ]] || { mkdir /etc/xtables && at_exit "rmdir /etc/xtables 2>/dev/null"; }
-	if (set -C; printf '3 ctsyncd-test-a\n70 ctsyncd-test-b\n' >"$LABEL_CONF") 2>/dev/null; then
-		at_exit "grep -q '^70 ctsyncd-test-b\$' $LABEL_CONF && rm -f $LABEL_CONF"
-	fi
-fi
-# The first two labels of the file, whoever wrote it: bit and name.
-mapfile -t LABELS < <(awk '$1 ~ /^[0-9]+$/ && $1 < 128 && NF >= 2 { print $1, $2 }' "$LABEL_CONF" 2>/dev/null | head -n2)
-((${#LABELS[@]} == 2)) || { echo "$LABEL_CONF has fewer than two labels" >&2; exit 99; }
-read -r BIT1 L1 <<<"${LABELS[0]}"
-read -r BIT2 L2 <<<"${LABELS[1]}"
+# conntrack(8) names labels through /etc/xtables/connlabel.conf (the kernel
+# only knows bits): every conntrack(8) here runs with_labels (common.sh).
+BIT1=3 L1=lbl-a BIT2=70 L2=lbl-b
+ct_in() { local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift; with_labels "$ns" conntrack "$@" 2>/dev/null; }
 # label_re BIT...: how ctsyncd's dumps print that label set (hex, most
 # significant word first, leading zero words possibly there)
 label_re() {

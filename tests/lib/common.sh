@@ -87,12 +87,19 @@ wait_until() {
 pid_alive() { kill -0 "$1" 2>/dev/null; }
 pid_gone() { ! kill -0 "$1" 2>/dev/null; }
 
-# at_exit COMMAND...: run COMMAND (one shell line) at exit, after the
-# daemons are stopped and the namespaces deleted, in the order registered.
-at_exit() { printf '%s\n' "$*" >>"$WORK/.atexit"; }
+# with_labels NS COMMAND...: COMMAND in namespace NS, in a private mount
+# namespace whose /etc is an overlay with an /etc/xtables/connlabel.conf
+# that names bit 3 "lbl-a" and bit 70 "lbl-b" (conntrack(8) names labels
+# through that file).  The host's /etc is never written.
+with_labels() {
+	mkdir -p "$WORK/etc-up" "$WORK/etc-work" || return 1
+	unshare -m sh -c 'mount -t overlay overlay -o "lowerdir=/etc,upperdir=$0/etc-up,workdir=$0/etc-work" /etc &&
+		mkdir -p /etc/xtables && printf "3 lbl-a\n70 lbl-b\n" >/etc/xtables/connlabel.conf &&
+		exec ip netns exec "$@"' "$WORK" "$@"
+}
 
 _cleanup() {
-	local rc=$? pid ns pids=() namespaces=() cmds=() cmd
+	local rc=$? pid ns pids=() namespaces=()
 	[[ -f $WORK/.pids ]] && mapfile -t pids <"$WORK/.pids"
 	[[ -f $WORK/.namespaces ]] && mapfile -t namespaces <"$WORK/.namespaces"
 	for pid in "${pids[@]}"; do
@@ -111,10 +118,6 @@ _cleanup() {
 	done
 	for ns in "${namespaces[@]}"; do
 		ip netns del "$ns" 2>/dev/null
-	done
-	[[ -f $WORK/.atexit ]] && mapfile -t cmds <"$WORK/.atexit"
-	for cmd in "${cmds[@]}"; do
-		eval "$cmd"
 	done
 	if ((rc != 0)) || ((TESTS_FAILED > 0)); then
 		log "work directory kept for inspection: $WORK"
