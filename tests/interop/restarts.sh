@@ -86,6 +86,28 @@ check "changes after both restarts still flow both ways" eval '
 	load A update 100 --base-addr 10.51.0.1 --proto mixed --mark 8; load B delete 30 --base-addr 10.61.0.1 --proto mixed
 	wait_until 20 same "old -i" "ctl B -e" && wait_until 20 same "ctl B -i" "old -e"'
 
+# --- StartupResync instead of -n ---------------------------------------------------------------
+# What an operator configures instead of the -n: the restarted side asks for
+# the peer's table itself.  1.4.7 restarted without loss (its one RESYNC
+# request is not repeated if lost), then ctsyncd under 20 % loss.
+MODE_OPTS="StartupResync on" pair_conf A FTFW "" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
+MODE_OPTS="StartupResync on" pair_conf B FTFW "" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
+kill -KILL "$(old_pid)"
+load B update 60 --base-addr 10.60.0.1 --proto mixed --mark 9
+start_old || { fail "conntrackd 1.4.7 restarts with StartupResync on"; finish; }
+load B create 20 --base-addr 10.63.0.1 --proto mixed
+check "1.4.7 restarted with StartupResync on: its external cache is ctsyncd's internal cache" \
+	wait_until 30 same "ctl B -i" "old -e"
+kill -KILL "$(head -n1 "$WORK/B.lock")"
+pair_loss 20 || fail "loss rules"
+load A update 60 --base-addr 10.51.0.1 --proto mixed --mark 10
+pair_start B || { fail "ctsyncd restarts with StartupResync on"; finish; }
+load A create 20 --base-addr 10.52.0.1 --proto mixed
+check "ctsyncd restarted with StartupResync on, under 20 % loss: its external cache is 1.4.7's internal cache" \
+	wait_until 60 same "old -i" "ctl B -e"
+differ "old -i" "ctl B -e" | sed 's/^/  /'
+pair_loss 0
+
 # --- loss during ctsyncd's HELLO handshake ---------------------------------------------------
 # 1.4.7 takes every message flagged HELLO as in sequence: it neither NACKs
 # what it lost of them nor leaves it out of its first ACK.  States created
