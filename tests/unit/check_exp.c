@@ -269,6 +269,8 @@ static struct {
 	unsigned ndead;
 	struct flow_exp rx[4];
 	unsigned nrx;
+	uint16_t applied_sport[4], prefetched_sport[4];
+	unsigned napplied, nprefetched;
 } E;
 
 static void e_emit(void *arg, const void *msg, size_t len)
@@ -297,7 +299,16 @@ static void e_emit(void *arg, const void *msg, size_t len)
 
 static void e_apply(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
 {
-	(void)arg, (void)peer, (void)type, (void)f;
+	(void)arg, (void)peer, (void)type;
+	if (E.napplied < 4)
+		E.applied_sport[E.napplied++] = ntohs(f->flow.orig.l4.port.sport);
+}
+
+static void e_prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
+{
+	(void)arg, (void)peer, (void)type;
+	if (E.nprefetched < 4)
+		E.prefetched_sport[E.nprefetched++] = ntohs(f->flow.orig.l4.port.sport);
 }
 
 static void e_apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x)
@@ -317,7 +328,7 @@ static void e_dead_acked(void *arg, uint32_t h)
 static void engine_setup(enum ftfw_mode mode)
 {
 	static const struct ftfw_ops ops = { .emit = e_emit, .apply = e_apply, .apply_exp = e_apply_exp,
-					     .dead_acked = e_dead_acked };
+					     .prefetch = e_prefetch, .dead_acked = e_dead_acked };
 	struct flow_table_options to = { .buckets = 16, .seed = 1, .user_bytes = FTFW_USER_BYTES };
 	struct exp_table_options xo = { .seed = 2, .user_bytes = FTFW_USER_BYTES };
 	struct ftfw_config c = { .mode = mode, .enc_opts = WIRE_ENC_TIMEOUT };
@@ -438,6 +449,62 @@ START_TEST(engine_delivers_received_expectations)
 }
 END_TEST
 
+/*
+ * A datagram of states and expectations through ftfw_receive_batch(): the
+ * states are decoded ahead (and hinted), the expectations are not, and
+ * each message is delivered in order to apply() or apply_exp().
+ */
+START_TEST(engine_batch_receives_states_and_expectations)
+{
+	uint8_t buf[2048];
+	struct wire_hdr h = { .type = WIRE_T_CT_NEW, .seq = 77 };
+	struct wire_msg m[4];
+	struct wire_split s;
+	struct flow_full ff;
+	struct flow_exp x;
+	size_t len = 0;
+	int n;
+
+	engine_setup(FTFW_MODE_FTFW);
+	ftp_exp(&x, 51210);
+	memset(&ff, 0, sizeof(ff));
+	ff.flow.orig = x.master;
+	ff.flow.attrs = FLOW_A_PORTS;
+	n = wire_ct_encode(buf, sizeof(buf), &h, &ff, WIRE_ENC_TIMEOUT, NULL);
+	ck_assert_int_gt(n, 0);
+	len += (size_t)n;
+	h = (struct wire_hdr){ .type = WIRE_T_EXP_NEW, .seq = 78 };
+	n = wire_exp_encode(buf + len, sizeof(buf) - len, &h, &x, WIRE_ENC_TIMEOUT, NULL);
+	ck_assert_int_gt(n, 0);
+	len += (size_t)n;
+	h = (struct wire_hdr){ .type = WIRE_T_CT_UPD, .seq = 79 };
+	ff.flow.orig.l4.port.sport = htons(41481);
+	n = wire_ct_encode(buf + len, sizeof(buf) - len, &h, &ff, WIRE_ENC_TIMEOUT, NULL);
+	ck_assert_int_gt(n, 0);
+	len += (size_t)n;
+	h = (struct wire_hdr){ .type = WIRE_T_EXP_DEL, .seq = 80 };
+	n = wire_exp_encode(buf + len, sizeof(buf) - len, &h, &x, WIRE_ENC_TIMEOUT, NULL);
+	ck_assert_int_gt(n, 0);
+	len += (size_t)n;
+	wire_split_init(&s, buf, len, false);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_int_eq(wire_split_next(&s, &m[i]), WIRE_SPLIT_MSG);
+	ck_assert_int_eq(wire_split_next(&s, &m[0]), WIRE_SPLIT_END);
+	ck_assert_int_eq(ftfw_receive_batch(E.e, 0, m, 4, 1), 0);
+	ck_assert_uint_eq(E.nprefetched, 2);
+	ck_assert_uint_eq(E.prefetched_sport[0], 41480);
+	ck_assert_uint_eq(E.prefetched_sport[1], 41481);
+	ck_assert_uint_eq(E.napplied, 2);
+	ck_assert_uint_eq(E.applied_sport[0], 41480);
+	ck_assert_uint_eq(E.applied_sport[1], 41481);
+	ck_assert_uint_eq(E.nrx, 2);
+	ck_assert_mem_eq(&E.rx[0].tuple, &x.tuple, sizeof(x.tuple));
+	ck_assert_str_eq(E.rx[0].helper, "ftp");
+	ck_assert_mem_eq(&E.rx[1].tuple, &x.tuple, sizeof(x.tuple));
+	engine_teardown();
+}
+END_TEST
+
 static Suite *exp_suite(void)
 {
 	Suite *s = suite_create("exp");
@@ -453,6 +520,7 @@ static Suite *exp_suite(void)
 	tcase_add_test(e, engine_sends_acks_and_deletes_expectations);
 	tcase_add_test(e, engine_bulk_sends_flows_then_expectations);
 	tcase_add_test(e, engine_delivers_received_expectations);
+	tcase_add_test(e, engine_batch_receives_states_and_expectations);
 	suite_add_tcase(s, t);
 	suite_add_tcase(s, k);
 	suite_add_tcase(s, e);
