@@ -36,6 +36,7 @@ static void emit_msg(struct ftfw *e, const void *msg, size_t len, uint8_t flags,
 	e->ops.emit(e->arg, msg, len);
 	e->seq++;
 	e->last_tx = max_u64(e->last_tx, now);
+	e->alive_now = false;
 	if (flags & WIRE_F_HELLO_BACK)
 		e->hello_back_pending = false;
 	e->st.msg_sent++;
@@ -111,8 +112,17 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->refresh_s = c.refresh_time_s;
 	e->seq = initial_seq;
 	e->now = now;
-	e->last_tx = now;       /* the first ALIVE one timer period from now (§2.4: 0x30) */
+	e->last_tx = now;
 	e->hello_phase = !e->notrack;
+	/*
+	 * Deviation 15: 1.4.7 says its first HELLO (0x30) a timer period
+	 * after it starts, and answers a HELLO on its next message, up to a
+	 * period later (§2.4); what it sends meanwhile goes out flagged
+	 * HELLO, which costs us a second copy (deviation 14).  We say HELLO
+	 * at once, and answer the first HELLO of a peer at once (rx.c), so
+	 * that between two ctsyncd the handshake takes a round trip.
+	 */
+	e->alive_now = e->hello_phase;
 	e->rto = c.rto_ms;
 	ret = ftfw_ring_alloc(e, e->notrack ? 1 : c.resend_queue_size > (1u << 30) ? 1u << 31 :
 			      2 * c.resend_queue_size);
@@ -762,13 +772,13 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
 	 * has just sent.
 	 */
-	if (now >= e->last_tx + FTFW_TIMER_MS)
+	if (e->alive_now || now >= e->last_tx + FTFW_TIMER_MS)
 		ftfw_emit_ctl(e, WIRE_F_ALIVE, 0, 0, now);
 }
 
 uint64_t ftfw_next_deadline(const struct ftfw *e)
 {
-	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->last_tx + FTFW_TIMER_MS;
+	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->alive_now ? e->now : e->last_tx + FTFW_TIMER_MS;
 
 	d = min_u64(d, rto_deadline(e));
 	d = min_u64(d, fast_deadline(e));

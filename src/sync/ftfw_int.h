@@ -111,6 +111,7 @@ struct ftfw {
 	/* HELLO (§2.4), per peer: see rx.c */
 	bool hello_phase;               /* we say HELLO on every message */
 	bool hello_back_pending;        /* set HELLO_BACK on our next message */
+	bool alive_now;                 /* send an ALIVE at the next tick unless something goes first */
 	uint16_t hello_done;            /* bit n: peer n answered with HELLO_BACK */
 	uint16_t members;               /* peers whose ACKs we wait for: known and not lost */
 	bool released;                  /* a message of ours left the resend queue */

@@ -551,8 +551,12 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	 * tells the peer we track its new sequence space (ftfw_on_ack()
 	 * relies on that).
 	 */
-	if (h->flags & WIRE_F_HELLO)
+	if (h->flags & WIRE_F_HELLO) {
+		/* Deviation 15: the first HELLO of a run is answered at once (ftfw.c). */
+		if (!e->hello_back_pending && !(p->init && p->in_hello && cls != RX_RESTART))
+			e->alive_now = true;
 		e->hello_back_pending = true;
+	}
 	if (cls == RX_RESTART) {
 		restart(e, peer, p);
 		cls = RX_FIRST;

@@ -382,9 +382,16 @@ START_TEST(hello_is_acked_with_hello_back)
 	conformance_setup();
 	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);        /* 0x30 */
 	EXPECT_EQ("messages emitted at once", 0, H.nout);
+	/*
+	 * 1.4.7 answers with its ACK a second later: 0x48.  Deviation 15:
+	 * HELLO_BACK goes at once on an ALIVE (0x50), the ACK on the timer.
+	 */
+	h_advance(0);
+	EXPECT_EQ("an ALIVE at the next tick", 1, H.nout);
+	EXPECT_EQ("HELLO_BACK|ALIVE", WIRE_F_HELLO_BACK | WIRE_F_ALIVE, H.out[0].hdr.flags);
 	h_advance(1000);
 	EXPECT_EQ("ACKs", 1, count_kind(0, WIRE_K_ACK));
-	expect_range(find_kind(0, WIRE_K_ACK), "ACK of the HELLO", 0x48, S, S);
+	expect_range(find_kind(0, WIRE_K_ACK), "ACK of the HELLO", WIRE_F_ACK, S, S);
 	h_teardown();
 }
 END_TEST
@@ -751,9 +758,16 @@ static void pair_init(struct pair_side *s, uint32_t seq, uint64_t now)
 START_TEST(hello_handshake_trace)
 {
 	static struct pair_side a, b;
-	/* A said HELLO|ALIVE once a second while B was down (1000, 2000, 3000 ms). */
-	uint8_t expect_a[] = { 0x30, 0x30, 0x30, 0x48, 0x08 };
-	uint8_t expect_b[] = { 0x68, 0x08 };
+	/*
+	 * A said HELLO|ALIVE at once and then once a second while B was down
+	 * (1, 1001, 2001 ms).  §2.4's trace of 1.4.7 is A 0x30... 0x48 0x08,
+	 * B 0x68 0x08: each answers on its next timer.  With deviation 15 B
+	 * says HELLO at once when it starts (2500 ms), A answers that at once
+	 * (HELLO_BACK, and still HELLO: 0x70), and B answers A's (0x50); then
+	 * the ACKs of the timer.
+	 */
+	uint8_t expect_a[] = { 0x30, 0x30, 0x30, 0x70, 0x08 };
+	uint8_t expect_b[] = { 0x30, 0x50, 0x08 };
 
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
@@ -767,10 +781,10 @@ START_TEST(hello_handshake_trace)
 			ftfw_tick(b.e, t);
 		pair_deliver(&a, &b, t);
 		pair_deliver(&b, &a, t);
-		if (a.nlog >= 5 && b.nlog >= 2)
+		if (a.nlog >= 5 && b.nlog >= 3)
 			break;
 	}
-	REQUIRE(a.nlog >= 5 && b.nlog >= 2, "trace too short: A %zu, B %zu", a.nlog, b.nlog);
+	REQUIRE(a.nlog >= 5 && b.nlog >= 3, "trace too short: A %zu, B %zu", a.nlog, b.nlog);
 	for (size_t i = 0; i < sizeof(expect_a); i++)
 		REQUIRE(a.flags_log[i] == expect_a[i], "A message %zu: expected 0x%02x, got 0x%02x", i,
 			expect_a[i], a.flags_log[i]);
@@ -784,17 +798,41 @@ START_TEST(hello_handshake_trace)
 }
 END_TEST
 
+/* Deviation 15: a peer's first HELLO is answered at once, its next ones with what we send anyway. */
+START_TEST(first_hello_of_a_peer_is_answered_at_once)
+{
+	h_setup();
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 77, 0, 0);  /* our hello is done */
+	h_advance(2000);
+	H.nout = 0;
+	feed_data(WIRE_F_HELLO, 500, 1, 1);
+	feed_data(WIRE_F_HELLO, 501, 2, 1);
+	h_advance(0);
+	EXPECT_EQ("one ALIVE", 1, H.nout);
+	EXPECT_EQ("with HELLO_BACK", WIRE_F_HELLO_BACK | WIRE_F_ALIVE, H.out[0].hdr.flags);
+	feed_data(WIRE_F_HELLO, 502, 3, 1);     /* our answer is on its way */
+	feed_data(WIRE_F_HELLO, 503, 4, 1);
+	h_advance(0);
+	EXPECT_EQ("no ALIVE for each HELLO", 1, H.nout);
+	h_advance(1000);
+	REQUIRE(find_kind(1, WIRE_K_ACK), "the ACK on the timer");
+	EXPECT_EQ("it answers the HELLOs since", WIRE_F_ACK | WIRE_F_HELLO_BACK, find_kind(1, WIRE_K_ACK)->hdr.flags);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 15: the first HELLO|ALIVE goes at once (1.4.7: after its one-second timer). */
 START_TEST(first_alive_says_hello)
 {
 	h_setup();
-	h_advance(999);
-	EXPECT_EQ("messages before a second", 0, H.nout);
-	h_advance(1);
+	h_advance(0);
 	EXPECT_EQ("ALIVE", 1, H.nout);
 	EXPECT_EQ("flags", WIRE_F_HELLO | WIRE_F_ALIVE, H.out[0].hdr.flags);
 	EXPECT_EQ("length", WIRE_ALIVE_LEN, H.out[0].len);
 	EXPECT_EQ("first sequence number", 1000, H.out[0].hdr.seq);
-	h_advance(1000);
+	h_advance(999);
+	EXPECT_EQ("nothing more before a second", 1, H.nout);
+	h_advance(1);
 	EXPECT_EQ("sequence number +1 per message", 1001, H.out[1].hdr.seq);
 	h_teardown();
 }
@@ -2043,6 +2081,7 @@ static Suite *ftfw_suite(void)
 
 	tcase_add_test(hello, hello_handshake_trace);
 	tcase_add_test(hello, first_alive_says_hello);
+	tcase_add_test(hello, first_hello_of_a_peer_is_answered_at_once);
 	tcase_add_test(hello, sequence_tracked_while_peer_says_hello);
 	tcase_add_test(hello, peer_restart_requeues_what_was_in_flight);
 	tcase_add_test(hello, duplicate_hello_is_not_a_restart);
