@@ -37,6 +37,8 @@ static void emit_msg(struct ftfw *e, const void *msg, size_t len, uint8_t flags,
 	e->seq++;
 	e->last_tx = max_u64(e->last_tx, now);
 	e->alive_now = false;
+	if (flags & WIRE_F_HELLO)
+		e->last_hello_tx = now;
 	if (flags & WIRE_F_HELLO_BACK)
 		e->hello_back_pending = false;
 	e->st.msg_sent++;
@@ -48,7 +50,19 @@ void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, ui
 	uint8_t buf[WIRE_CTL_RANGE_LEN];
 	int n;
 
-	flags |= hello_flags(e);
+	/*
+	 * Deviation 16: no HELLO on an ACK or a NACK.  1.4.7 empties its
+	 * resend queue at every HELLO it hears (§2.3 step 1), so a NACK that
+	 * said HELLO would empty the queue it asks from: when the peer's
+	 * HELLO_BACK is lost, the states lost in its bulk answer to our
+	 * RESYNC were never sent again.  Our data, RESYNC and ALIVE messages
+	 * say HELLO, and an ALIVE goes at least once a second while the
+	 * handshake lasts (ftfw_tick()).  HELLO_BACK goes on anything.
+	 */
+	if (flags & (WIRE_F_ACK | WIRE_F_NACK))
+		flags |= hello_flags(e) & ~WIRE_F_HELLO;
+	else
+		flags |= hello_flags(e);
 	n = wire_ctl_encode(buf, sizeof(buf), flags, e->seq, from, to);
 	if (n < 0)
 		return;         /* cannot happen: our flags are valid */
@@ -113,6 +127,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->seq = initial_seq;
 	e->now = now;
 	e->last_tx = now;
+	e->last_hello_tx = now;
 	e->hello_phase = !e->notrack;
 	/*
 	 * Deviation 15: 1.4.7 says its first HELLO (0x30) a timer period
@@ -772,13 +787,17 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
 	 * has just sent.
 	 */
-	if (e->alive_now || now >= e->last_tx + FTFW_TIMER_MS)
+	if (e->alive_now || now >= e->last_tx + FTFW_TIMER_MS ||
+	    (e->hello_phase && now >= e->last_hello_tx + FTFW_TIMER_MS))
 		ftfw_emit_ctl(e, WIRE_F_ALIVE, 0, 0, now);
 }
 
 uint64_t ftfw_next_deadline(const struct ftfw *e)
 {
 	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->alive_now ? e->now : e->last_tx + FTFW_TIMER_MS;
+
+	if (!e->alarm && e->hello_phase)
+		d = min_u64(d, e->last_hello_tx + FTFW_TIMER_MS);
 
 	d = min_u64(d, rto_deadline(e));
 	d = min_u64(d, fast_deadline(e));

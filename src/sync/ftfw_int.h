@@ -112,6 +112,7 @@ struct ftfw {
 	bool hello_phase;               /* we say HELLO on every message */
 	bool hello_back_pending;        /* set HELLO_BACK on our next message */
 	bool alive_now;                 /* send an ALIVE at the next tick unless something goes first */
+	uint64_t last_hello_tx;         /* `now` of the last message that said HELLO */
 	uint16_t hello_done;            /* bit n: peer n answered with HELLO_BACK */
 	uint16_t members;               /* peers whose ACKs we wait for: known and not lost */
 	bool released;                  /* a message of ours left the resend queue */
