@@ -38,8 +38,6 @@ NFT
 	ip -n "$ns" link set lo up
 done
 
-# side SIDE: sets ns and addr (the side's namespace and its address on the sync link).
-side() { if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi; }
 
 ns_empty() { [[ -z $(ip netns pids "$1") ]]; }
 # Everything that runs in the two namespaces is this test's: the daemons and the FTP session.

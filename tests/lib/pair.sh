@@ -106,13 +106,16 @@ NFT
 	done
 }
 
+# side SIDE: sets ns and addr, the side's namespace and its address on the sync link.
+side() { if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi; }
+
 # ftp_session SIDE DATAPORT: a control connection to port 21 whose client
 # announces "PORT addr,DATAPORT"; kept open (the master must live) until
 # killed ($FTP_PID).  The helper reads a command only where a line starts,
 # and it learns where lines start from the lines before: hence USER first.
 ftp_session() {
 	local ns addr
-	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	side "$1"
 	ip netns exec "$ns" timeout 120 python3 -c '
 import socket, sys, time
 addr, port = sys.argv[1], int(sys.argv[2])
@@ -132,7 +135,7 @@ time.sleep(110)
 # server's side connects to the client's PORT); a related flow, kept open.
 data_conn() {
 	local ns addr
-	if [[ $1 == A ]]; then ns=$NS_A addr=198.18.1.1; else ns=$NS_B addr=198.18.1.2; fi
+	side "$1"
 	ip netns exec "$ns" timeout 120 python3 -c '
 import socket, sys, time
 addr, port = sys.argv[1], int(sys.argv[2])
