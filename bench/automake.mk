@@ -1,12 +1,15 @@
 # bench/: the benchmark's tools (not installed, not part of the daemon).
 # ctload, the load generator: batched ctnetlink create/update/delete, the
-# counting dump, flush and one event listener.  See bench/README.md.
-noinst_PROGRAMS = bench/ctload
+# counting dump, flush and one event listener.  taskclock reads the
+# daemons' CPU time by the kernel's task clock.  See bench/README.md.
+noinst_PROGRAMS = bench/ctload bench/taskclock bench/wakeburn
 bench_ctload_SOURCES = bench/ctload.c bench/ctload.h bench/ctload-ct.c bench/ctload-listen.c
 bench_ctload_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
 bench_ctload_LDADD = $(LIBMNL_LIBS)
+bench_taskclock_SOURCES = bench/taskclock.c
+bench_wakeburn_SOURCES = bench/wakeburn.c
 EXTRA_DIST += bench/README.md bench/compare.sh bench/compare-report.py
 
 # Needs root: it creates its own network namespace.
-TESTS += tests/integration/ctload.sh
-EXTRA_DIST += tests/integration/ctload.sh
+TESTS += tests/integration/ctload.sh tests/integration/cpuclock.sh
+EXTRA_DIST += tests/integration/ctload.sh tests/integration/cpuclock.sh
