@@ -349,6 +349,8 @@ METRICS = [
     ('cpu_b', 'CPU on B per 1000 states replicated', 'ms', '<= 1/4 conntrackd; <= 0.5'),
     ('cpu_a_sched', 'the same on A by scheduler runtime', 'ms', ''),
     ('cpu_b_sched', 'the same on B by scheduler runtime', 'ms', ''),
+    ('rss_start_a', 'RSS of A before the create', 'KiB', ''),
+    ('rss_start_b', 'RSS of B before the create', 'KiB', ''),
     ('rss_a', 'RSS growth on A per state', 'B', '<= 128'),
     ('rss_b', 'RSS growth on B per state', 'B', '<= 128'),
     ('wire_ab', 'sync link A->B per state (frames)', 'B', '<= 75'),

@@ -500,6 +500,8 @@ run_trial() {
 	row cpu_b "$n" "" "$d" "$rep" "$(per_k "$cpuB0" "$cpuB1" "$n")" 1 ms
 	row cpu_a_sched "$n" "" "$d" "$rep" "$(per_k "$schedA0" "$schedA1" "$n")" 1 ms
 	row cpu_b_sched "$n" "" "$d" "$rep" "$(per_k "$schedB0" "$schedB1" "$n")" 1 ms
+	row rss_start_a "$n" "" "$d" "$rep" "$(calc "$rssA0 / 1024")" 1 KiB
+	row rss_start_b "$n" "" "$d" "$rep" "$(calc "$rssB0 / 1024")" 1 KiB
 	row rss_a "$n" "" "$d" "$rep" "$(calc "($rssA1 - $rssA0) / $n")" 1 B
 	row rss_b "$n" "" "$d" "$rep" "$(calc "($rssB1 - $rssB0) / $n")" 1 B
 	row wire_ab "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0) / $n")" 1 B
