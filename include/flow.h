@@ -74,6 +74,13 @@ enum flow_attr {
 	FLOW_A_HELPER      = 1u << 23,  /* ext.helper */
 	FLOW_A_SYNPROXY_EXT = 1u << 24, /* ext.synproxy[3] holds non-zero values */
 	FLOW_A_LABELS      = 1u << 25,  /* a struct flow_labels with at least one bit set */
+	/*
+	 * No labels now, but there were some: the encoder sends an all-zero
+	 * label array, so that a peer that merges updates into what it has
+	 * (conntrackd 1.4.7) drops its copy.  Set and cleared by the internal
+	 * cache; never decoded.
+	 */
+	FLOW_A_LABELS_GONE = 1u << 26,
 };
 
 #define FLOW_A_EXT_MASK  (FLOW_A_SNAT | FLOW_A_DNAT | FLOW_A_SPAT | FLOW_A_DPAT | FLOW_A_NAT_SEQ | \

@@ -276,9 +276,11 @@ static void merge_update(struct flow_full *cur, const struct flow_full *ev, bool
 	if (a & FLOW_A_LABELS) {
 		cur->labels.words = ev->labels.words;
 		memcpy(cur->labels.w, ev->labels.w, ev->labels.words * sizeof(uint32_t));
+		f->attrs &= ~FLOW_A_LABELS_GONE;
 	} else if (labels_whole && (f->attrs & FLOW_A_LABELS)) {
 		cur->labels.words = 0;
 		f->attrs &= ~FLOW_A_LABELS;
+		f->attrs |= FLOW_A_LABELS_GONE;
 	}
 	f->attrs |= a;
 }
@@ -336,6 +338,12 @@ static uint32_t store_local(struct caches *c, enum kernel_event ev, const struct
 	    !(flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD) &&
 	    flow_table_export(c->internal, handle, &c->scratch) == 0) {
 		merge_update(&c->scratch, ff, c->event_labels_whole);
+		in = &c->scratch;
+	} else if (handle && !(ff->flow.attrs & FLOW_A_LABELS) &&
+		   (flow_table_flow(c->internal, handle)->attrs & (FLOW_A_LABELS | FLOW_A_LABELS_GONE))) {
+		/* A whole state (NEW, or a dumped one) without the labels it had. */
+		c->scratch = *ff;
+		c->scratch.flow.attrs |= FLOW_A_LABELS_GONE;
 		in = &c->scratch;
 	}
 	/* `in` has the key of `ff` (merge_update() keeps it), so the hash holds. */

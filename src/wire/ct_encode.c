@@ -204,8 +204,13 @@ static int put_ct(struct tlv_out *o, const struct flow_full *ff, unsigned opts, 
 	    !tlv_put_name(o, NTA_HELPER_NAME, ff->ext.helper, sizeof(ff->ext.helper),
 			  NTA_HELPER_LEN_MAX))
 		*omit |= WIRE_OMIT_HELPER;
-	if (a & FLOW_A_LABELS)
+	if (a & FLOW_A_LABELS) {
 		put_labels(o, &ff->labels);
+	} else if (a & FLOW_A_LABELS_GONE) {
+		static const uint8_t none[4];
+
+		tlv_put(o, NTA_LABELS, none, sizeof(none));
+	}
 	/*
 	 * Current kernels report a synproxy extension on every state, zeros
 	 * unless the SYNPROXY target set it up, and 1.4.7 sends those 16

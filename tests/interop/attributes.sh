@@ -142,6 +142,14 @@ kernels_agree 70 "1.4.7 -> ctsyncd: B's kernel = A's kernel (labels, NAT, zones,
 out=$(old_ctl B -e | grep -E 'src=(10\.70\.|2001:db8:70:)' | dump_norm); mine=$(dump B external 70 | dump_norm)
 check "1.4.7's client against ctsyncd dumps what ctsyncd's client does" test -n "$out" -a "$out" = "$mine"
 
+# 1.4.7's side removes the last label.  1.4.7 lays the kernel's update (no
+# labels in it) over its internal cache, keeps the label and sends it on
+# (its -B below sends it too): ctsyncd holds what 1.4.7 sends.  The other
+# way round, ctsyncd does drop the label (below).
+ct_in A -U -s 10.70.0.1 -d 10.70.0.2 -p tcp --sport 1001 --dport 80 -m 43 --label-del "$L1" >/dev/null
+check "1.4.7 keeps sending a removed last label, and ctsyncd holds what it sends" wait_until 10 eval '
+	ext_has B 70 "sport=1001 .*mark=43 $(label_re "$BIT1")"'
+
 # -B from 1.4.7 refills ctsyncd's external cache.
 ctl B -f external >/dev/null
 check "ctsyncd's external cache flushed" count_is B external 70 0
@@ -189,6 +197,15 @@ agree B 71 "ctsyncd -> 1.4.7, updated"
 old -c >/dev/null
 ct_in A -D -s 10.71.0.6 >/dev/null   # 1.4.7's commit does not delete what the peer deleted
 kernels_agree 71 "ctsyncd -> 1.4.7, updated and committed again: A's kernel = B's kernel (labels added)"
+# The last label removed: the kernel's event then has no labels at all, and
+# 1.4.7 lays an update over what it has; ctsyncd sends an all-zero label
+# array, so 1.4.7's copy loses its label too.  The new mark tells when the
+# update has arrived.
+ct_in B -U -s 10.71.0.1 -d 10.71.0.2 -p tcp --sport 1001 --dport 80 -m 43 --label-del "$L1" >/dev/null
+check "the last label removed (and mark 43) reaches 1.4.7" wait_until 10 eval 'ext_has A 71 "sport=1001 .*mark=43"'
+old -c >/dev/null
+check "A's kernel: the committed state has no label left" eval '! kernel_line A "10\.71\.0\.1 .*sport=1001" | grep -q labels='
+kernels_agree 71 "ctsyncd -> 1.4.7, last label removed and committed again: A's kernel = B's kernel"
 
 # --- a related flow, ctsyncd -> 1.4.7 --------------------------------------------------------
 ftp_session B 51221

@@ -314,6 +314,24 @@ static bool has_attr(const uint8_t *msg, size_t len, uint16_t id)
 	return false;
 }
 
+/* The first attribute ID of an encoded message: its value and nta_len - 4. */
+static bool find_attr(const uint8_t *msg, size_t len, uint16_t id, const uint8_t **v, size_t *vlen)
+{
+	for (size_t off = 8; off + 4 <= len;) {
+		size_t nta_len = (size_t)(msg[off] << 8 | msg[off + 1]);
+
+		if (nta_len < 4)
+			return false;
+		if ((uint16_t)(msg[off + 2] << 8 | msg[off + 3]) == id) {
+			*v = msg + off + 4;
+			*vlen = nta_len - 4;
+			return true;
+		}
+		off += (nta_len + 3) & ~(size_t)3;
+	}
+	return false;
+}
+
 /* Encode, check the size function, the framing and the ids, decode; returns the length. */
 static int roundtrip(const struct flow_full *in, unsigned opts, struct flow_full *out,
 		     uint8_t *buf, unsigned *omitted)
@@ -952,6 +970,39 @@ START_TEST(labels_word_count_follows_the_highest_bit)
 	ff.labels.w[255] = 1;
 	n = roundtrip(&ff, 0, &out, buf, NULL);
 	ck_assert_uint_eq(out.labels.words, 256);
+}
+END_TEST
+
+/*
+ * Labels removed from a state: one all-zero word, which a merging peer
+ * (1.4.7) takes as "no label"; we decode it as no labels at all.
+ */
+START_TEST(labels_gone_sends_one_zero_word)
+{
+	struct flow_full ff, out;
+	uint8_t buf[WIRE_CT_MAX_LEN];
+	const uint8_t *v;
+	size_t len;
+	int n;
+
+	proto_flow(&ff, 0);
+	n = wire_ct_size(&ff, 0);
+	ff.flow.attrs |= FLOW_A_LABELS_GONE;
+	ck_assert_int_eq(roundtrip(&ff, 0, &out, buf, NULL), n + 8);
+	n += 8;
+	ck_assert(find_attr(buf, (size_t)n, NTA_LABELS, &v, &len));
+	ck_assert_uint_eq(len, 4);
+	ck_assert_uint_eq(v[0] | v[1] | v[2] | v[3], 0);
+	ck_assert(!(out.flow.attrs & (FLOW_A_LABELS | FLOW_A_LABELS_GONE)));
+	ck_assert_uint_eq(out.labels.words, 0);
+	/* Labels back: they are sent, not the zero word. */
+	ff.flow.attrs |= FLOW_A_LABELS;
+	ff.labels.words = 1;
+	ff.labels.w[0] = 8;
+	n = roundtrip(&ff, 0, &out, buf, NULL);
+	ck_assert(find_attr(buf, (size_t)n, NTA_LABELS, &v, &len));
+	ck_assert_uint_eq(len, 4);
+	ck_assert_uint_eq(v[3], 8);
 }
 END_TEST
 
@@ -2250,6 +2301,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, master_port_of_udplite_master_needs_the_option);
 	tcase_add_loop_test(tc, roundtrip_labels_1_4_256_words, 0, 3);
 	tcase_add_test(tc, labels_word_count_follows_the_highest_bit);
+	tcase_add_test(tc, labels_gone_sends_one_zero_word);
 	tcase_add_test(tc, synproxy_zeros_and_values);
 	tcase_add_test(tc, key_only_for_deletes);
 	tcase_add_test(tc, roundtrip_zone_mark_status);
