@@ -539,7 +539,7 @@ def plots(args, groups):
         script = """set terminal pngcairo size 900,520 font ',11'
 set output '%s'
 set title 'CPU time per 1000 replicated states (median of the repetitions)'
-set ylabel 'CPU ms per 1000 states (user + system)'
+set ylabel 'CPU ms per 1000 states (task clock, user + kernel)'
 set xlabel 'states created on A (N)'
 set style data histograms
 set style histogram clustered gap 1
