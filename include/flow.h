@@ -75,10 +75,11 @@ enum flow_attr {
 	FLOW_A_SYNPROXY_EXT = 1u << 24, /* ext.synproxy[3] holds non-zero values */
 	FLOW_A_LABELS      = 1u << 25,  /* a struct flow_labels with at least one bit set */
 	/*
-	 * No labels now, but there were some: the encoder sends an all-zero
+	 * No labels now, but there were some.  The internal cache sets it (and
+	 * clears it when labels return); the encoder then sends an all-zero
 	 * label array, so that a peer that merges updates into what it has
-	 * (conntrackd 1.4.7) drops its copy.  Set and cleared by the internal
-	 * cache; never decoded.
+	 * (conntrackd 1.4.7) drops its copy; the decoder sets it for such an
+	 * array, and a kernel UPDATE built from it clears the entry's labels.
 	 */
 	FLOW_A_LABELS_GONE = 1u << 26,
 };

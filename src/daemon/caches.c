@@ -926,12 +926,21 @@ static void on_write_error(void *arg, enum kernel_op op, uint64_t cookie, int er
 		if (op == KERNEL_OP_CREATE && err == EEXIST && slot->cookie == cookie) {
 			/*
 			 * conntrackd deletes and re-creates; we update in place,
-			 * which keeps the kernel entry (and its counters).
+			 * which keeps the kernel entry (and its counters).  With
+			 * HotStandby the external cache has the state, labels
+			 * included (or a newer one); the ring keeps no labels, so
+			 * with DisableExternalCache an update leaves the entry's
+			 * labels as they are (unless the state lost them all).
 			 */
-			c->scratch.flow = slot->flow;
-			c->scratch.ext = slot->ext;
-			c->scratch.flow.attrs &= ~FLOW_A_LABELS;
-			c->scratch.labels.words = 0;
+			uint32_t h = c->cfg->sync.disable_external_cache ? 0 :
+				     flow_table_lookup(c->external, &slot->flow.orig);
+
+			if (!h || flow_table_export(c->external, h, &c->scratch) < 0) {
+				c->scratch.flow = slot->flow;
+				c->scratch.ext = slot->ext;
+				c->scratch.flow.attrs &= ~FLOW_A_LABELS;
+				c->scratch.labels.words = 0;
+			}
 			if (kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
 					      inject_timeout(&c->scratch), cookie) == 0)
 				return;

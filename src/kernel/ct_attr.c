@@ -966,34 +966,29 @@ static void put_seq_adj(struct out *o, uint16_t type, const uint32_t *v)
 	nest_end(o, n);
 }
 
+/* The kernel holds 128 labels (NF_CT_LABELS_MAX_SIZE) and refuses a longer CTA_LABELS. */
+#define KERNEL_LABEL_BYTES 16
+
 /*
  * Labels: the kernel reads CTA_LABELS as 32-bit words laid over its array
- * of unsigned long, so build that array in host order, whole longs.
+ * of unsigned long, so build that array in host order.  All 128 bits go,
+ * under a mask of all ones, so that an update replaces the entry's whole
+ * set and clears the bits the state has lost; `l` NULL clears them all.
  */
 static void put_labels(struct out *o, const struct flow_labels *l)
 {
-	unsigned long bits[FLOW_LABEL_WORDS_MAX * 4 / sizeof(unsigned long)];
-	unsigned long mask[FLOW_LABEL_WORDS_MAX * 4 / sizeof(unsigned long)];
-	unsigned words = l->words > FLOW_LABEL_WORDS_MAX ? FLOW_LABEL_WORDS_MAX : l->words;
+	unsigned long bits[KERNEL_LABEL_BYTES / sizeof(unsigned long)] = { 0 };
+	unsigned long mask[KERNEL_LABEL_BYTES / sizeof(unsigned long)];
 	const unsigned per_long = sizeof(unsigned long) / 4;
-	unsigned longs = (words + per_long - 1) / per_long;
+	unsigned words = l ? l->words : 0;
 
-	if (!longs)
-		return;
-	for (unsigned i = 0; i < longs; i++) {
-		unsigned long v = 0;
-
-		for (unsigned j = 0; j < per_long; j++) {
-			unsigned w = i * per_long + j;
-
-			if (w < words)
-				v |= (unsigned long)l->w[w] << (32 * j);
-		}
-		bits[i] = v;
-		mask[i] = ~0ul;
-	}
-	put(o, CTA_LABELS, longs * sizeof(unsigned long), bits);
-	put(o, CTA_LABELS_MASK, longs * sizeof(unsigned long), mask);
+	if (words > KERNEL_LABEL_BYTES / 4)
+		words = KERNEL_LABEL_BYTES / 4;
+	for (unsigned w = 0; w < words; w++)
+		bits[w / per_long] |= (unsigned long)l->w[w] << (32 * (w % per_long));
+	memset(mask, 0xff, sizeof(mask));
+	put(o, CTA_LABELS, sizeof(bits), bits);
+	put(o, CTA_LABELS_MASK, sizeof(mask), mask);
 }
 
 int kernel_ct_build(void *buf, size_t cap, enum kernel_op op, const struct flow_full *ff,
@@ -1112,6 +1107,8 @@ int kernel_ct_build(void *buf, size_t cap, enum kernel_op op, const struct flow_
 	}
 	if (f->attrs & FLOW_A_LABELS)
 		put_labels(&o, &ff->labels);
+	else if ((f->attrs & FLOW_A_LABELS_GONE) && op == KERNEL_OP_UPDATE)
+		put_labels(&o, NULL);   /* a new entry has none to clear */
 	if (f->attrs & FLOW_A_SYNPROXY_EXT) {
 		struct nlattr *n = nest(&o, CTA_SYNPROXY);
 

@@ -117,10 +117,14 @@ static void get_labels(struct flow_full *ff, const struct tlv *a)
 	while (n > 0 && l->w[n - 1] == 0)
 		n--;
 	l->words = (uint16_t)n;
-	if (n)
+	if (n) {
 		ff->flow.attrs |= FLOW_A_LABELS;
-	else
+		ff->flow.attrs &= ~FLOW_A_LABELS_GONE;
+	} else {
+		/* All zero: the sender's state lost its labels (FLOW_A_LABELS_GONE). */
 		ff->flow.attrs &= ~FLOW_A_LABELS;
+		ff->flow.attrs |= FLOW_A_LABELS_GONE;
+	}
 }
 
 /* Store one attribute; duplicates overwrite, as in 1.4.7.  Returns a reason. */

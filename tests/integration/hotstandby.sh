@@ -7,9 +7,21 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
-require_cmd conntrack python3
+require_cmd conntrack python3 nft unshare
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
+# A label rule, in a chain never run, makes the namespaces' states carry
+# labels at all; it also makes them track packets, so the sync link is left
+# untracked.
+for ns in "$NS_A" "$NS_B"; do
+	ip netns exec "$ns" nft -f - <<'NFT' || { echo "nft failed" >&2; exit 99; }
+table inet labels {
+	chain c { ct label set 1; }
+	chain pre { type filter hook prerouting priority raw; udp dport 3780 notrack; }
+	chain out { type filter hook output priority raw; udp dport 3780 notrack; }
+}
+NFT
+done
 MODE_OPTS="HotStandby on PurgeTimeout 2" pair_conf A FTFW
 MODE_OPTS="HotStandby on PurgeTimeout 2" pair_conf B FTFW
 pair_start A && pair_start B || { fail "the daemons start"; finish; }
@@ -51,6 +63,24 @@ check "the resync asked by B puts A's new state in B's kernel" wait_until 10 ker
 check "the purge removes B's own leftover state" wait_until 10 kernel_lacks B 'sport=4444'
 check "... and keeps the mirrored states" kernel_has B 'sport=1111 dport=80 .*mark=5'
 check "... all of them" kernel_has B 'sport=3333'
+# --- labels follow into the backup's kernel: at the create, added later (an
+# update in place, which takes the labels from the external cache), and the
+# last one removed (the state then carries an all-zero label word) -------------
+# ct_labels SIDE CONNTRACK-ARGS...: conntrack(8) knowing labels lbl-a (bit 3)
+# and lbl-b (bit 70) (with_labels, common.sh)
+ct_labels() { local ns; [[ $1 == A ]] && ns=$NS_A || ns=$NS_B; shift; with_labels "$ns" conntrack "$@" 2>/dev/null; }
+b_line() { ct_labels B -L -o extended,labels | grep -- 'sport=5555 dport=80'; }
+TUPLE=(-s 10.1.0.7 -d 10.1.0.2 -p tcp --sport 5555 --dport 80)
+ct_labels A -I "${TUPLE[@]}" --state ESTABLISHED -u SEEN_REPLY,ASSURED -t 300 --label-add lbl-a >/dev/null
+check "a state created with a label is in B's kernel with it" wait_until 10 eval '[[ $(b_line) == *labels=lbl-a ]]'
+ct_labels A -U "${TUPLE[@]}" --label-add lbl-b >/dev/null
+check "a label added later reaches B's kernel" wait_until 10 eval '[[ $(b_line) == *labels=lbl-a,lbl-b ]]'
+ct_labels A -U "${TUPLE[@]}" --label-del lbl-a >/dev/null
+check "one label removed: B's kernel keeps the other" wait_until 10 eval '[[ $(b_line) == *labels=lbl-b ]]'
+ct_labels A -U "${TUPLE[@]}" -m 9 --label-del lbl-b >/dev/null
+check "the last label removed: B's kernel has none" \
+	wait_until 10 eval 'l=$(b_line); [[ $l == *mark=9* && $l != *labels=* ]]'
+
 j=$(ctl B -s cache --json)
 check "B counts what it wrote into the kernel and no failure" python3 -c '
 import json, sys

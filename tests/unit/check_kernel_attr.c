@@ -1311,6 +1311,44 @@ START_TEST(create_related_carries_master_and_helper)
 }
 END_TEST
 
+/*
+ * A state that lost its labels (FLOW_A_LABELS_GONE): an UPDATE clears all
+ * 128 bits; a CREATE carries no labels (a kernel with no label user in the
+ * namespace refuses them).  Words past the kernel's 128 bits are not sent.
+ */
+START_TEST(labels_gone_clears_on_update_only)
+{
+	char buf[BUFSZ];
+	struct flow_full ff;
+	struct nlmsghdr *nlh;
+	const struct nlattr *l, *m;
+	uint8_t zero[16] = { 0 }, ones[16];
+
+	memset(ones, 0xff, sizeof(ones));
+	base_flow(&ff, AF_INET, "10.0.0.1", "10.0.0.2", IPPROTO_UDP, 1, 2);
+	ff.flow.attrs |= FLOW_A_LABELS_GONE;
+	nlh = build(buf, KERNEL_OP_UPDATE, &ff, 10, 0);
+	l = find(nlh, CTA_LABELS);
+	m = find(nlh, CTA_LABELS_MASK);
+	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(mnl_attr_get_payload_len(l), 16);
+	ck_assert_mem_eq(mnl_attr_get_payload(l), zero, 16);
+	ck_assert_mem_eq(mnl_attr_get_payload(m), ones, 16);
+	nlh = build(buf, KERNEL_OP_CREATE, &ff, 10, 0);
+	ck_assert_ptr_null(find(nlh, CTA_LABELS));
+	ck_assert_ptr_null(find(nlh, CTA_LABELS_MASK));
+
+	ff.flow.attrs &= ~FLOW_A_LABELS_GONE;
+	ff.flow.attrs |= FLOW_A_LABELS;
+	ff.labels.words = 6;
+	ff.labels.w[0] = 1;
+	ff.labels.w[5] = 1;
+	nlh = build(buf, KERNEL_OP_UPDATE, &ff, 10, 0);
+	ck_assert_uint_eq(mnl_attr_get_payload_len(find(nlh, CTA_LABELS)), 16);
+}
+END_TEST
+
 START_TEST(create_labels_have_a_full_mask)
 {
 	char buf[BUFSZ];
@@ -1329,13 +1367,13 @@ START_TEST(create_labels_have_a_full_mask)
 	m = find(nlh, CTA_LABELS_MASK);
 	ck_assert_ptr_nonnull(l);
 	ck_assert_ptr_nonnull(m);
-	/* Whole unsigned longs: 3 words round up to 16 bytes on 64-bit hosts. */
-	ck_assert_uint_eq(mnl_attr_get_payload_len(l), sizeof(long) == 8 ? 16 : 12);
-	ck_assert_uint_eq(mnl_attr_get_payload_len(m), mnl_attr_get_payload_len(l));
-	memset(w, 0, sizeof(w));
-	memcpy(w, mnl_attr_get_payload(l), mnl_attr_get_payload_len(l));
-	memcpy(mask, mnl_attr_get_payload(m), mnl_attr_get_payload_len(m));
-	ck_assert_uint_eq(mask[0], 0xffffffffu);
+	/* Always the kernel's 128 bits, so that an update replaces the whole set. */
+	ck_assert_uint_eq(mnl_attr_get_payload_len(l), 16);
+	ck_assert_uint_eq(mnl_attr_get_payload_len(m), 16);
+	memcpy(w, mnl_attr_get_payload(l), 16);
+	memcpy(mask, mnl_attr_get_payload(m), 16);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert_uint_eq(mask[i], 0xffffffffu);
 	if (sizeof(long) == 8 && htonl(1) != 1) {       /* little-endian 64-bit: words in order */
 		ck_assert_uint_eq(w[0], 1);
 		ck_assert_uint_eq(w[2], 0x10);
@@ -1519,6 +1557,7 @@ static Suite *kernel_attr_suite(void)
 	tcase_add_test(b, create_icmp_reply_has_the_answer_type);
 	tcase_add_test(b, create_related_carries_master_and_helper);
 	tcase_add_test(b, create_labels_have_a_full_mask);
+	tcase_add_test(b, labels_gone_clears_on_update_only);
 	tcase_add_test(b, update_drops_nat_master_helper_and_reply);
 	tcase_add_test(b, delete_carries_only_tuple_and_zone);
 	tcase_add_test(b, flush_has_no_attributes);
