@@ -950,11 +950,25 @@ static void on_write_error(void *arg, enum kernel_op op, uint64_t cookie, int er
 		return;
 	}
 	if (op == KERNEL_OP_CREATE && err == EEXIST && c->committing) {
-		/* The state is already in the kernel: update it in place with ours. */
+		/*
+		 * The state is already in the kernel: update it in place with
+		 * ours (timeout, mark, labels, ...), but leave the status bits
+		 * and the protocol's state machine to the kernel.  It may
+		 * already follow the connection's packets (this node forwards
+		 * now), and the peer's copy can be older: the kernel refuses to
+		 * clear SEEN_REPLY or ASSURED, which failed the whole update,
+		 * and a TCP state set back would misjudge the next packets.
+		 * (SCTP and DCCP take their state only together with the vtags
+		 * or the role.)
+		 */
+		const uint32_t machine = FLOW_A_STATUS | FLOW_A_PROTO_STATE | FLOW_A_WSCALE |
+					 FLOW_A_SCTP_VTAGS | FLOW_A_DCCP_ROLE;
 		uint32_t h = (uint32_t)cookie;
 
-		if (flow_table_export(c->external, h, &c->scratch) == 0 &&
-		    kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
+		if (flow_table_export(c->external, h, &c->scratch) < 0)
+			return;
+		c->scratch.flow.attrs &= ~machine;
+		if (kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
 				      commit_timeout(c, h, flow_table_flow(c->external, h)), cookie) == 0)
 			c->commit_updated++;
 		return;

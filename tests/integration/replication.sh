@@ -47,6 +47,19 @@ check "B's kernel has the SNAT reply tuple (SPAT byte quirk)" contains "$kb" 'sr
 check "B's kernel has the IPv6 state" contains "$kb" 'src=2001:db8::1 dst=2001:db8::2 sport=5555 dport=443'
 check "B's kernel has the SCTP state" contains "$kb" 'sctp .*src=10.0.0.7'
 check "B's commit did not echo back to A (A's external cache stays empty)" test "$(ctl A -e | grep -c .)" -eq 0
+# A commit over an entry B's kernel already follows keeps the kernel's
+# status and TCP state: the peer's copy (SYN_SENT, no SEEN_REPLY) is older
+# than what B's packets showed (ESTABLISHED); the kernel refuses to clear
+# SEEN_REPLY, which failed the whole update before.  The rest (the mark) is
+# updated.
+ct_in A -I -s 10.0.0.8 -d 10.0.0.2 -p tcp --sport 4321 --dport 80 --state SYN_SENT -t 120 -m 11
+check "a SYN_SENT state reaches B" wait_until 5 ext_has 'SYN_SENT src=10.0.0.8 .*mark=11'
+ct_in B -I -s 10.0.0.8 -d 10.0.0.2 -p tcp --sport 4321 --dport 80 --state ESTABLISHED -u SEEN_REPLY -t 300 -m 1
+out=$(ctl B -c)
+check "the commit updates B's entry in place: $out" contains "$out" '5 updated in place, 0 failed'
+kb=$(ct_in B -L -o extended | grep 'sport=4321')
+check "B's kernel keeps its TCP state and takes the mark: $kb" contains "$kb" 'ESTABLISHED src=10.0.0.8 .*mark=11'
+
 ct_in B -F >/dev/null; ct_in A -F >/dev/null
 check "deletes by flush reach B" wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 0 ]]"
 
