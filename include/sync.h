@@ -441,6 +441,7 @@ struct ftfw_stats {
 	uint64_t rto_rounds;                    /* retransmission timeouts that fired */
 	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
 	uint64_t hello_resends;                 /* sent during HELLO, sent again once ACKed (ftfw.c) */
+	uint64_t hello_gap_resyncs;             /* RESYNCs asked after a loss during our HELLO (rx.c) */
 	/* message tracking (§1.8 step 8, §2.3) */
 	uint64_t seq_lost;                      /* sequence numbers skipped by gaps (counted exactly) */
 	uint64_t seq_before;                    /* old or duplicate messages dropped */

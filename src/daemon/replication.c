@@ -315,6 +315,7 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "resync_received", st.resync_recv);
 	report_u64(rep, "retransmission_timeouts", st.rto_rounds);
 	report_u64(rep, "hello_resends", st.hello_resends);
+	report_u64(rep, "hello_gap_resyncs", st.hello_gap_resyncs);
 	report_u64(rep, "sequence_lost", st.seq_lost);
 	report_u64(rep, "sequence_before", st.seq_before);
 	report_u64(rep, "peer_restarts", st.peer_restarts);

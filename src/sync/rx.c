@@ -64,11 +64,24 @@ static void event(struct ftfw *e, unsigned peer, enum ftfw_peer_event ev)
 		e->ops.peer_event(e->arg, peer, ev);
 }
 
-/* The HELLO phase ends when every peer we wait for has answered with HELLO_BACK (§2.4). */
+/*
+ * The HELLO phase ends when every peer we wait for has answered with
+ * HELLO_BACK (§2.4).  Deviation 17: if a peer's message was lost while we
+ * said HELLO, ask for a RESYNC then.  1.4.7 empties its resend queue at
+ * every HELLO it hears, so what it lost of its messages meanwhile (the
+ * answer to our StartupResync, say) it can no longer send again when we
+ * NACK it; a ctsyncd peer would, and only sends its table once more.
+ */
 static void update_hello_phase(struct ftfw *e)
 {
-	if (e->hello_phase && e->members && (e->hello_done & e->members) == e->members)
+	if (e->hello_phase && e->members && (e->hello_done & e->members) == e->members) {
 		e->hello_phase = false;
+		if (e->gap_in_hello) {
+			e->gap_in_hello = false;
+			e->st.hello_gap_resyncs++;
+			ftfw_request_resync(e);
+		}
+	}
 }
 
 static uint32_t window_size(const struct ftfw *e)
@@ -348,6 +361,8 @@ static void gap(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, 
 		send_ack(e, p, p->ack_from, expected - 1, now);
 	ftfw_emit_ctl(e, WIRE_F_NACK, expected, seq - 1, now);
 	remember_gap(p, expected, seq - 1, now);
+	if (e->hello_phase)
+		e->gap_in_hello = true;
 	new_run(p, seq);
 	p->ack_from = seq;
 	p->ack_pending = true;

@@ -1670,6 +1670,41 @@ START_TEST(resync_acked_during_hello_by_a_silent_peer_is_asked_again)
 }
 END_TEST
 
+/*
+ * Deviation 17: a peer's message lost while we said HELLO may be gone from
+ * a 1.4.7 peer's resend queue (it empties it at each HELLO): when the
+ * handshake ends, we ask for a RESYNC.  Without a loss, we do not.
+ */
+START_TEST(loss_during_our_hello_asks_a_resync_after_it)
+{
+	size_t d;
+
+	h_setup();
+	feed_data(0, 700, 1, 1);
+	feed_data(0, 702, 3, 1);                        /* 701 lost */
+	h_send();
+	REQUIRE(!find_kind(0, WIRE_K_RESYNC), "no RESYNC during the handshake");
+	d = H.nout;
+	feed_data(WIRE_F_HELLO_BACK, 703, 4, 1);
+	h_send();
+	REQUIRE(find_kind(d, WIRE_K_RESYNC), "a RESYNC once the handshake is over");
+	EXPECT_EQ("counted", 1, stats().hello_gap_resyncs);
+	d = H.nout;
+	feed_data(0, 705, 6, 1);                        /* a later loss: NACK only */
+	h_advance(1000);
+	h_send();
+	REQUIRE(!find_kind(d, WIRE_K_RESYNC), "no RESYNC for a loss after the handshake");
+	h_teardown();
+
+	h_setup();
+	feed_data(0, 700, 1, 1);
+	feed_data(WIRE_F_HELLO_BACK, 701, 2, 1);
+	h_send();
+	REQUIRE(!find_kind(0, WIRE_K_RESYNC), "no loss, no RESYNC");
+	h_teardown();
+}
+END_TEST
+
 /* Deviation 13: an old HELLO dropped as such is not answered. */
 START_TEST(dropped_hello_is_not_answered)
 {
@@ -2159,6 +2194,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(multi, late_peer_makes_us_start_a_new_sequence_space);
 	tcase_add_test(hello, acks_count_only_after_hello_back);
 	tcase_add_test(hello, dropped_hello_is_not_answered);
+	tcase_add_test(hello, loss_during_our_hello_asks_a_resync_after_it);
 	suite_add_tcase(s, multi);
 
 	tcase_add_test(misc, rsqueue_dump_lists_flows_and_resync_in_order);
