@@ -10,18 +10,7 @@ require_root
 require_cmd conntrack python3 nft unshare
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
-# A label rule, in a chain never run, makes the namespaces' states carry
-# labels at all; it also makes them track packets, so the sync link is left
-# untracked.
-for ns in "$NS_A" "$NS_B"; do
-	ip netns exec "$ns" nft -f - <<'NFT' || { echo "nft failed" >&2; exit 99; }
-table inet labels {
-	chain c { ct label set 1; }
-	chain pre { type filter hook prerouting priority raw; udp dport 3780 notrack; }
-	chain out { type filter hook output priority raw; udp dport 3780 notrack; }
-}
-NFT
-done
+pair_labels || { echo "nft failed" >&2; exit 99; }
 MODE_OPTS="HotStandby on PurgeTimeout 2" pair_conf A FTFW
 MODE_OPTS="HotStandby on PurgeTimeout 2" pair_conf B FTFW
 pair_start A && pair_start B || { fail "the daemons start"; finish; }

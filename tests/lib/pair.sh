@@ -2,6 +2,22 @@
 # <-> 198.18.1.2), each with a daemon configuration written by pair_conf.
 # Source it after common.sh.
 
+# pair_labels: in both namespaces, a label rule in a chain never run, which
+# makes their states carry connlabels at all; it also makes them track
+# packets, so the sync link is left untracked.
+pair_labels() {
+	local ns
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" nft -f - <<'NFT' || return 1
+table inet labels {
+	chain c { ct label set 1; }
+	chain pre { type filter hook prerouting priority raw; udp dport 3780 notrack; }
+	chain out { type filter hook output priority raw; udp dport 3780 notrack; }
+}
+NFT
+	done
+}
+
 # pair_setup: creates the namespaces; sets NS_A, NS_B.
 pair_setup() {
 	NS_A=$(make_netns A) && NS_B=$(make_netns B) || return 1
