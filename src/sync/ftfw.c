@@ -363,19 +363,7 @@ void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
 {
 	uint16_t bit = (uint16_t)(1u << peer);
 
-	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to) &&
-	    e->resync_hello && !e->data_since_resync) {
-		/*
-		 * Deviation 14 for our RESYNC request: an ACK from a peer
-		 * that sent nothing since may cover a request it never got.
-		 * Ask again, once, without HELLO.  A peer that did answer
-		 * sends its table first (1.4.7 acknowledges on its timer);
-		 * one with an empty table answers the second request for
-		 * nothing.
-		 */
-		e->resync = RESYNC_PENDING;
-		e->st.hello_resends++;
-	} else if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to)) {
+	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to)) {
 		e->resync_acked |= bit;
 		if (all_acked(e, e->resync_acked)) {
 			e->resync = RESYNC_NONE;
@@ -640,13 +628,11 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 	bool stalled = false;
 
 	e->now = max_u64(e->now, now);
-	if (e->resync == RESYNC_PENDING && left >= WIRE_CTL_RANGE_LEN) {
+	if (e->resync == RESYNC_PENDING && !e->hello_phase && left >= WIRE_CTL_RANGE_LEN) {
 		/* §1.2: a RESYNC request has from = to = 0. */
 		e->resync_seq = e->seq;
 		e->resync_sent = now;
 		e->resync_acked = 0;
-		e->resync_hello = e->hello_phase;
-		e->data_since_resync = false;
 		e->resync = e->notrack ? RESYNC_NONE : RESYNC_INFLIGHT;
 		ftfw_emit_ctl(e, WIRE_F_RESYNC, 0, 0, now);
 		left -= WIRE_CTL_RANGE_LEN;
@@ -688,7 +674,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 
 bool ftfw_send_ready(const struct ftfw *e)
 {
-	if (e->resync == RESYNC_PENDING)
+	if (e->resync == RESYNC_PENDING && !e->hello_phase)
 		return true;
 	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !e->bulk)
 		return false;
@@ -697,6 +683,17 @@ bool ftfw_send_ready(const struct ftfw *e)
 
 /* ---- requests ------------------------------------------------------------------------ */
 
+/*
+ * Deviation 18: the request waits for the end of our HELLO handshake.
+ * 1.4.7 takes every message flagged HELLO as in sequence (§2.3 step 1):
+ * a request lost while we say HELLO is never NACKed, and the ACK that
+ * answers our HELLO may cover it (deviation 14).  Whether 1.4.7 got it
+ * cannot be told from what it sends next, which may be any update.  Sent
+ * after the handshake, a lost request is NACKed or times out and goes
+ * again.  The cost is a delay of up to the peer's one-second timer at a
+ * start with StartupResync; a ctsyncd peer answers HELLO at once
+ * (deviation 15), and has begun sending its table on seeing our restart.
+ */
 void ftfw_request_resync(struct ftfw *e)
 {
 	if (e->alarm)

@@ -134,8 +134,6 @@ struct ftfw {
 	uint32_t resync_seq;
 	uint64_t resync_sent;
 	uint16_t resync_acked;
-	bool resync_hello;              /* it went out flagged HELLO */
-	bool data_since_resync;         /* a peer's data message arrived since it went out */
 
 	bool bulk;                      /* a bulk walk is running */
 	bool bulk_exp;                  /* it has reached the expectations */

@@ -406,7 +406,6 @@ void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 			return;
 		}
 		e->st.data_recv++;
-		e->data_since_resync = true;
 		e->ops.apply(e->arg, peer, type, f);
 		return;
 	}

@@ -98,22 +98,22 @@ start_old || { fail "conntrackd 1.4.7 restarts with StartupResync on"; finish; }
 load B create 20 --base-addr 10.63.0.1 --proto mixed
 check "1.4.7 restarted with StartupResync on: its external cache is ctsyncd's internal cache" \
 	wait_until 30 same "ctl B -i" "old -e"
-kill -KILL "$(head -n1 "$WORK/B.lock")"
+# ctsyncd's request waits for the end of its HELLO handshake (deviation 18):
+# said with HELLO and lost, 1.4.7 would never NACK it, and the updates it
+# sent while ctsyncd was down would be missing for good.  Such a loss is a
+# matter of chance (about one restart in seven before the change): three
+# restarts, each right after 1.4.7's.
 pair_loss 20 || fail "loss rules"
-load A update 60 --base-addr 10.51.0.1 --proto mixed --mark 10
-pair_start B || { fail "ctsyncd restarts with StartupResync on"; finish; }
-load A create 20 --base-addr 10.52.0.1 --proto mixed
-# Known gap: about one run in four under the sanitizers, 1.4.7 never
-# handles this RESYNC and ctsyncd receives nothing from it (the cause is not
-# found yet; see the issue notes).  Then -n must still bring it back.
-if wait_until 60 same "old -i" "ctl B -e"; then
-	pass "ctsyncd restarted with StartupResync on, under 20 % loss: its external cache is 1.4.7's internal cache"
-else
-	log "KNOWN GAP: StartupResync alone did not converge in 60 s; $(differ "old -i" "ctl B -e" 2 | tr '\n' ' ')"
-	ctl B -n >/dev/null
-	check "ctsyncd restarted with StartupResync on, under 20 % loss: after -n (StartupResync alone did not converge)" \
-		wait_until 30 same "old -i" "ctl B -e"
-fi
+for round in 1 2 3; do
+	((round > 1)) && { kill -KILL "$(old_pid)"; start_old || { fail "1.4.7 restarts (round $round)"; finish; }; }
+	kill -KILL "$(head -n1 "$WORK/B.lock")"
+	load A update 60 --base-addr 10.51.0.1 --proto mixed --mark $((9 + round))
+	pair_start B || { fail "ctsyncd restarts with StartupResync on"; finish; }
+	load A create 20 --base-addr 10.52.$round.1 --proto mixed
+	check "ctsyncd restarted with StartupResync on, under 20 % loss (round $round): its external cache is 1.4.7's internal cache" \
+		wait_until 60 same "old -i" "ctl B -e"
+	differ "old -i" "ctl B -e" | sed 's/^/  /'
+done
 pair_loss 0
 
 # --- loss during ctsyncd's HELLO handshake ---------------------------------------------------
