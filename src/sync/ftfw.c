@@ -156,6 +156,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 			return -EINVAL;         /* no user area */
 		}
 		memset(l, 0, sizeof(*l));
+		l->need_new = 1;        /* the peer may hold our previous process's copy */
 		/* ALARM: what the table holds is refreshed too; a dead entry's DEL goes first. */
 		if (e->alarm) {
 			if (flow_table_flags(internal, h) & FLOW_ENTRY_DEAD)
@@ -185,6 +186,9 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h)
 
 	if (!l)
 		return -ENOENT;
+	/* A life that may follow this death starts with CT_NEW (flow_type()). */
+	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
+		l->need_new = 1;
 	switch (l->queue) {
 	case Q_TX:
 	case Q_RETX:
@@ -211,6 +215,7 @@ int ftfw_flow_loaded(struct ftfw *e, uint32_t h)
 
 	if (!l)
 		return -ENOENT;
+	l->need_new = 1;                /* the peer may hold our previous process's copy */
 	if (e->alarm && l->queue == Q_NONE && !(ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD))
 		ftfw_alarm_arm(e, h, l, e->now);
 	return 0;
@@ -278,6 +283,8 @@ static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 	e->rto_round_at = 0;
 	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 		e->ops.dead_acked(e->arg, h);   /* last: the owner deletes the entry */
+	else
+		l->need_new = 0;        /* the peer has a state of this life */
 }
 
 static bool all_acked(const struct ftfw *e, uint16_t acked)
@@ -459,12 +466,20 @@ void ftfw_soft_restart(struct ftfw *e)
 
 /* ---- transmission ------------------------------------------------------------------ */
 
-static uint8_t flow_type(unsigned flags)
+/*
+ * §2.1: the type comes from the object's status at transmit time.
+ * Deviation 19: CT_NEW, not CT_UPD, while the peer may hold a copy of an
+ * earlier life of the flow (deleted and created again before our DEL was
+ * acknowledged) or of our previous process (the start-up dump), until a
+ * message of this life is acknowledged.  1.4.7 lays a CT_UPD over what it
+ * has, and an attribute the new life lacks (labels, synproxy, NAT) would
+ * stay; CT_NEW replaces the entry.
+ */
+static uint8_t flow_type(unsigned flags, const struct ftfw_link *l)
 {
-	/* §2.1: the type comes from the object's status at transmit time. */
 	if (flags & FLOW_ENTRY_DEAD)
 		return WIRE_T_CT_DEL;
-	if (flags & FLOW_ENTRY_UPDATED)
+	if ((flags & FLOW_ENTRY_UPDATED) && !(l && l->need_new))
 		return WIRE_T_CT_UPD;
 	return WIRE_T_CT_NEW;
 }
@@ -476,7 +491,7 @@ static int encode_exp(struct ftfw *e, uint32_t h, struct wire_hdr *hdr, unsigned
 
 	if (!x)
 		return -ENOENT;
-	hdr->type = (uint8_t)(flow_type(flags) - WIRE_T_CT_NEW + WIRE_T_EXP_NEW);
+	hdr->type = (uint8_t)(flow_type(flags, ftfw_link_of(e, h)) - WIRE_T_CT_NEW + WIRE_T_EXP_NEW);
 	return wire_exp_encode(e->buf, sizeof(e->buf), hdr, x, e->cfg.enc_opts, NULL);
 }
 
@@ -491,7 +506,7 @@ static int encode_flow(struct ftfw *e, uint32_t h, uint8_t hflags, uint32_t seq,
 		return encode_exp(e, h, &hdr, *eflags);
 	if (flow_table_export(e->t, h, &e->txflow) < 0)
 		return -ENOENT;
-	hdr.type = flow_type(*eflags);
+	hdr.type = flow_type(*eflags, ftfw_link_of(e, h));
 	return wire_ct_encode(e->buf, sizeof(e->buf), &hdr, &e->txflow,
 			      e->cfg.enc_opts | (hdr.type == WIRE_T_CT_DEL ? WIRE_ENC_KEY_ONLY : 0), NULL);
 }
@@ -561,10 +576,13 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 		ftfw_q_unlink(e, h, l);
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
 		/* §3: nothing is acknowledged in NOTRACK or ALARM; a DEL is done once sent. */
-		if (eflags & FLOW_ENTRY_DEAD)
+		if (eflags & FLOW_ENTRY_DEAD) {
 			e->ops.dead_acked(e->arg, h);
-		else if (e->alarm)
-			ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
+		} else {
+			l->need_new = 0;        /* best effort: sent is as good as acknowledged */
+			if (e->alarm)
+				ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
+		}
 	} else {
 		ftfw_rs_push(e, h, l, e->seq, now);
 		l->hello = (hflags & WIRE_F_HELLO) != 0;

@@ -32,7 +32,8 @@ struct ftfw_link {
 	uint32_t seq;                   /* Q_RS: the sequence number of the message in flight */
 	uint16_t acked;                 /* Q_RS: bit n = peer n acknowledged it */
 	uint8_t queue;                  /* enum ftfw_queue */
-	uint8_t hello;                  /* Q_RS: it went out flagged HELLO (see ack_one()) */
+	uint8_t hello : 1;              /* Q_RS: it went out flagged HELLO (see ack_one()) */
+	uint8_t need_new : 1;           /* CT_NEW until acknowledged (see flow_type()) */
 	uint64_t sent;                  /* Q_RS: `now` of the transmission; Q_WHEEL: the due tick */
 };
 _Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");

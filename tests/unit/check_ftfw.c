@@ -1310,6 +1310,69 @@ START_TEST(only_the_latest_state_is_sent)
 }
 END_TEST
 
+/*
+ * Deviation 19: a flow deleted and created again before its DEL was
+ * acknowledged goes out as CT_NEW, even updated, until a message of the
+ * new life is acknowledged: 1.4.7 would lay a CT_UPD over the old life.
+ */
+START_TEST(new_life_is_sent_as_ct_new_until_acknowledged)
+{
+	uint32_t h;
+	size_t d;
+
+	row2();
+	h = put_flow(3, 1);
+	h_send();
+	feed_ctl(WIRE_F_ACK, S + 2, H.out[0].hdr.seq, H.out[0].hdr.seq);
+	put_flow(3, 2);
+	h_send();
+	EXPECT_EQ("an update of an acknowledged life", WIRE_T_CT_UPD, H.out[1].hdr.type);
+	feed_ctl(WIRE_F_ACK, S + 3, H.out[1].hdr.seq, H.out[1].hdr.seq);
+	kill_flow(h);
+	h_send();
+	EXPECT_EQ("DEL", WIRE_T_CT_DEL, H.out[2].hdr.type);
+	/* The DEL is lost; the flow comes back and changes twice. */
+	put_flow(3, 3);
+	put_flow(3, 4);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("the new life, updated", WIRE_T_CT_NEW, H.out[d].hdr.type);
+	put_flow(3, 5);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("still CT_NEW before an ACK", WIRE_T_CT_NEW, H.out[d].hdr.type);
+	feed_ctl(WIRE_F_ACK, S + 4, H.out[d].hdr.seq, H.out[d].hdr.seq);
+	put_flow(3, 6);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("CT_UPD once acknowledged", WIRE_T_CT_UPD, H.out[d].hdr.type);
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 19: a flow of the start-up dump may be an old copy at the peer. */
+START_TEST(loaded_flow_is_sent_as_ct_new_until_acknowledged)
+{
+	uint32_t h;
+	size_t d;
+
+	row2();
+	h = put_flow(4, 1);
+	ck_assert_int_eq(ftfw_flow_loaded(H.e, h), 0);
+	ftfw_flow_forget(H.e, h);       /* loaded, not a change to send */
+	put_flow(4, 2);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("an update of a loaded flow", WIRE_T_CT_NEW, H.out[d].hdr.type);
+	feed_ctl(WIRE_F_ACK, S + 2, H.out[d].hdr.seq, H.out[d].hdr.seq);
+	put_flow(4, 3);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("CT_UPD once acknowledged", WIRE_T_CT_UPD, H.out[d].hdr.type);
+	h_teardown();
+}
+END_TEST
+
 START_TEST(acked_del_is_handed_to_the_owner)
 {
 	uint32_t h;
@@ -2195,6 +2258,8 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(snd, flow_control_at_resend_queue_size);
 	tcase_add_test(snd, only_the_latest_state_is_sent);
 	tcase_add_test(snd, acked_del_is_handed_to_the_owner);
+	tcase_add_test(snd, new_life_is_sent_as_ct_new_until_acknowledged);
+	tcase_add_test(snd, loaded_flow_is_sent_as_ct_new_until_acknowledged);
 	tcase_add_test(snd, bulk_is_paced_by_the_window_and_sends_each_flow_once);
 	tcase_add_test(snd, send_respects_the_byte_budget);
 	tcase_add_test(snd, resync_request_is_retransmitted_until_acked);
