@@ -177,9 +177,17 @@ static void gen_flow(struct node *n, const struct flow_tuple *key, struct rng *r
 	flow_full_normalize(ff);
 }
 
+/*
+ * FLOW_A_LABELS_GONE is a note of the internal table (the daemon's
+ * caches.c) and of the decoder, not part of the state: not compared.
+ */
 static bool full_equal(const struct flow_full *a, const struct flow_full *b)
 {
-	return !memcmp(&a->flow, &b->flow, sizeof(a->flow)) &&
+	struct flow fa = a->flow, fb = b->flow;
+
+	fa.attrs &= ~FLOW_A_LABELS_GONE;
+	fb.attrs &= ~FLOW_A_LABELS_GONE;
+	return !memcmp(&fa, &fb, sizeof(fa)) &&
 	       !memcmp(&a->ext, &b->ext, sizeof(a->ext)) &&
 	       a->labels.words == b->labels.words &&
 	       !memcmp(a->labels.w, b->labels.w, a->labels.words * sizeof(a->labels.w[0]));
@@ -245,6 +253,27 @@ static void mirror_upsert(struct node *n, const struct flow_full *ff, uint64_t n
 
 	if (!n->up)
 		return;
+	if (n->old) {
+		old147_flow_update(n->o, ff, now);
+		n->dirty = true;
+		return;
+	}
+	/*
+	 * As the daemon's caches.c: a whole state without the labels its
+	 * entry had is stored with FLOW_A_LABELS_GONE, so that the encoder
+	 * sends an all-zero label array and a peer that lays updates over
+	 * what it has (1.4.7) drops its labels too.
+	 */
+	h = flow_table_lookup(n->internal, &ff->flow.orig);
+	if (h && !(flow_table_flags(n->internal, h) & FLOW_ENTRY_DEAD) &&
+	    !(ff->flow.attrs & FLOW_A_LABELS) &&
+	    (flow_table_flow(n->internal, h)->attrs & (FLOW_A_LABELS | FLOW_A_LABELS_GONE))) {
+		static struct flow_full gone;
+
+		gone = *ff;
+		gone.flow.attrs |= FLOW_A_LABELS_GONE;
+		ff = &gone;
+	}
 	ret = flow_table_upsert(n->internal, ff, (uint32_t)(now / 1000), &h);
 	if (ret < 0) {
 		world_fail(n->w, "node %u: internal upsert: %d", n->id, ret);
@@ -261,6 +290,11 @@ static void mirror_delete(struct node *n, const struct flow_tuple *key, uint64_t
 
 	if (!n->up)
 		return;
+	if (n->old) {
+		old147_flow_delete(n->o, key, now);
+		n->dirty = true;
+		return;
+	}
 	h = flow_table_lookup(n->internal, key);
 	if (!h || (flow_table_flags(n->internal, h) & FLOW_ENTRY_DEAD)) {
 		world_fail(n->w, "node %u: deleted flow not live in the internal table", n->id);
@@ -484,6 +518,8 @@ void node_init(struct world *w, struct node *n, unsigned id, const struct ftfw_c
 
 static void daemon_free(struct node *n)
 {
+	old147_free(n->o);
+	n->o = NULL;
 	ftfw_free(n->e);
 	n->e = NULL;
 	if (n->internal)
@@ -512,6 +548,29 @@ void node_up(struct node *n, uint64_t now)
 	uint32_t cursor = 0, kh, h, seq;
 	int ret;
 
+	if (n->old) {
+		static const struct old147_ops oops = { .emit = cb_emit };
+
+		n->ocfg.clock_base = n->w->clock_base;
+		n->ocfg.startup_resync = true;
+		n->ocfg.table_seed = rng_u32(&n->w->rng);
+		if (old147_new(&n->ocfg, &oops, n, now, &n->o) < 0) {
+			world_fail(n->w, "node %u: old147_new", n->id);
+			return;
+		}
+		while ((kh = flow_table_next(n->kernel, &cursor)) != 0) {
+			flow_table_export(n->kernel, kh, &ff);
+			old147_load(n->o, &ff, now);
+		}
+		if (n->w->trace)
+			fprintf(stderr, "%8llu node %u: up (1.4.7 model), %u flows\n",
+				(unsigned long long)now, n->id, n->nlive);
+		n->up = true;
+		n->used = 0;
+		n->dirty = true;
+		n->wake = now;
+		return;
+	}
 	n->internal = table_new(FTFW_USER_BYTES, rng_u32(&n->w->rng));
 	for (unsigned i = 0; i < n->w->n; i++)
 		if (i != n->id)
@@ -546,7 +605,10 @@ void node_up(struct node *n, uint64_t now)
 
 void node_down(struct node *n, uint64_t now, uint32_t down_ms)
 {
-	if (n->w->trace) {
+	if (n->w->trace && n->old)
+		fprintf(stderr, "%8llu node %u: down for %u ms (1.4.7 model)\n",
+			(unsigned long long)now, n->id, down_ms);
+	else if (n->w->trace) {
 		struct ftfw_peer_stats ps;
 
 		for (unsigned i = 0; i < n->w->n; i++)
@@ -569,6 +631,11 @@ void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 	struct wire_msg m[FTFW_RX_AHEAD];
 	enum wire_split_status st = WIRE_SPLIT_MSG;
 
+	if (n->old) {
+		old147_receive(n->o, d->data, d->len, now);
+		n->dirty = true;
+		return;
+	}
 	wire_split_init(&s, d->data, d->len, false);
 	while (st == WIRE_SPLIT_MSG) {
 		unsigned k = 0;
@@ -605,6 +672,14 @@ void node_iterate(struct node *n, uint64_t now)
 {
 	uint64_t d;
 
+	if (n->old) {
+		old147_tick(n->o, now);
+		old147_send(n->o, now);
+		flush(n, now);
+		n->wake = old147_send_ready(n->o) ? now + 1 : old147_deadline(n->o);
+		n->dirty = false;
+		return;
+	}
 	if (n->w->cache_timeout_s && now >= n->next_expire)
 		expire_external(n, now);
 	ftfw_tick(n->e, now);
@@ -676,23 +751,31 @@ static bool same_table(struct world *w, const struct flow_table *truth, const st
 	return true;
 }
 
+bool node_idle(const struct node *n)
+{
+	return n->old ? old147_idle(n->o) : ftfw_idle(n->e);
+}
+
 bool node_check(struct node *reader, struct node *owner)
 {
+	struct flow_table *internal, *ext;
 	char what[96];
 
 	if (!reader->up || !owner->up) {
 		world_fail(reader->w, "node down at the end");
 		return false;
 	}
-	if (flow_table_count(owner->internal) != owner->nlive) {
+	internal = owner->old ? old147_internal(owner->o) : owner->internal;
+	ext = reader->old ? old147_external(reader->o) : reader->ext[owner->id];
+	if (!owner->old && flow_table_count(owner->internal) != owner->nlive) {
 		world_fail(reader->w, "node %u: internal table holds %u entries (dead ones left?), kernel %u",
 			   owner->id, flow_table_count(owner->internal), owner->nlive);
 		return false;
 	}
 	snprintf(what, sizeof(what), "node %u internal vs its kernel", owner->id);
-	if (!same_table(reader->w, owner->kernel, owner->internal, what))
+	if (!same_table(reader->w, owner->kernel, internal, what))
 		return false;
 	snprintf(what, sizeof(what), "node %u external of node %u vs node %u's kernel", reader->id,
 		 owner->id, owner->id);
-	return same_table(reader->w, owner->kernel, reader->ext[owner->id], what);
+	return same_table(reader->w, owner->kernel, ext, what);
 }

@@ -23,6 +23,7 @@
 #include "channel.h"
 #include "flow.h"
 #include "flow_table.h"
+#include "old147.h"
 #include "rng.h"
 #include "sync.h"
 
@@ -56,6 +57,15 @@ struct node {
 	size_t used, cap;
 	size_t budget;                  /* bytes per loop iteration */
 	uint64_t next_expire;           /* ALARM: the next sweep of the external tables */
+
+	/*
+	 * sim --mixed: this node runs the model of conntrackd 1.4.7
+	 * (old147.c) instead of the engine; e, internal and ext[] stay NULL
+	 * and the model keeps its own caches.
+	 */
+	bool old;
+	struct old147_config ocfg;
+	struct old147 *o;
 
 	/* counters */
 	uint64_t restarts, churn;
@@ -106,8 +116,12 @@ void node_churn_recreate(struct node *n, uint64_t now);
 /*
  * After quiescence: does `reader`'s external table of `owner` equal the
  * owner's kernel, field by field (flow_table_export), and the owner's
- * internal table its kernel?  false with w->why set.
+ * internal table its kernel?  false with w->why set.  A 1.4.7 model
+ * owner may keep dead entries (DELs never acknowledged): only its live
+ * ones are compared.
  */
 bool node_check(struct node *reader, struct node *owner);
+/* Nothing left to send (the engine: ftfw_idle(); the model: its tx queue empty). */
+bool node_idle(const struct node *n);
 
 #endif
