@@ -484,15 +484,28 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		fprintf(stderr, "%8llu node %u: peer %u %s\n", (unsigned long long)n->w->now, n->id,
 			peer, names[ev]);
 	}
+	/*
+	 * --bulk-on-new: a candidate fix, not what the daemon does.  The
+	 * first message of a peer (we just started, or it did) says nothing
+	 * of whether it has our table: a 1.4.7 peer asks for it only once,
+	 * at its own start (StartupResync, §2.5), and that request is lost
+	 * if we were down then or if our HELLO flushed it from its resend
+	 * queue (§2.3 step 1).  Send it our table unasked.
+	 */
+	if (ev == FTFW_PEER_NEW && n->w->bulk_on_new)
+		ftfw_bulk(n->e);
 	if (ev != FTFW_PEER_RESTARTED || peer >= n->w->n || !n->ext[peer])
 		return;
 	/*
 	 * The peer's daemon restarted: what it had not told us (DELs lost
 	 * with its dead entries) is gone from it.  Flush and ask again, as
-	 * keepalived's scripts do with -f and -n.
+	 * keepalived's scripts do with -f and -n; and send it our table
+	 * unasked, as the daemon does (src/daemon/replication.c): its own
+	 * RESYNC request may be lost for good if it is a 1.4.7.
 	 */
 	flow_table_clear(n->ext[peer]);
 	ftfw_request_resync(n->e);
+	ftfw_bulk(n->e);
 }
 
 static const struct ftfw_ops node_ops = {
