@@ -51,6 +51,7 @@ struct node {
 	/* the daemon */
 	struct ftfw_config cfg;
 	struct flow_table *internal;
+	struct flow_table *seen;        /* every key this process had in its kernel (checks only) */
 	struct flow_table *ext[SIM_NODES_MAX];
 	struct ftfw *e;
 	uint8_t *buf;                   /* the channel buffer: MTU - 28 */
@@ -88,6 +89,7 @@ struct world {
 	uint64_t expired;               /* ALARM: external entries expired */
 	bool trace;                     /* SIM_TRACE=1: log daemon starts, stops, peer events */
 	bool no_roundtrip_check;        /* --bulk: trust the codec, time the engine */
+	uint64_t stale_excused;         /* MIXED: see stale_excused() in node.c */
 	bool bulk_on_new;               /* --bulk-on-new: ftfw_bulk() on FTFW_PEER_NEW too (node.c) */
 	bool failed;
 	char why[512];

@@ -65,6 +65,7 @@ struct old147 {
 	int64_t window;
 
 	uint64_t now;
+	uint32_t tag;                   /* see old147_set_tag() */
 	struct old147_stats st;
 	struct flow_full scratch, cur;
 	uint8_t buf[WIRE_CT_MAX_LEN];
@@ -257,7 +258,7 @@ int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, vo
 	o->ops = *ops;
 	o->arg = arg;
 	o->internal = table_new(sizeof(uint32_t), cfg->table_seed);
-	o->external = table_new(0, cfg->table_seed ^ 0x5bd1e995u);
+	o->external = table_new(sizeof(uint32_t), cfg->table_seed ^ 0x5bd1e995u);
 	o->npool = 1;                   /* index 0 is "none" */
 	o->pool = xrealloc(NULL, sizeof(*o->pool));
 	o->hello_phase = true;          /* §2.4: HELLO until a HELLO_BACK arrives */
@@ -537,13 +538,15 @@ static void apply(struct old147 *o, uint8_t type, const struct flow_full *f)
 			memset(&o->cur, 0, sizeof(o->cur));
 			flow_table_export(o->external, h, &o->cur);
 			lay_over(&o->cur, f);
-			flow_table_upsert(o->external, &o->cur, now_s, &h);
+			if (flow_table_upsert(o->external, &o->cur, now_s, &h) >= 0)
+				*(uint32_t *)flow_table_user(o->external, h) = o->tag;
 			return;
 		}
 		/* update or create */
 		__attribute__((fallthrough));
 	default:
-		flow_table_upsert(o->external, f, now_s, &h);
+		if (flow_table_upsert(o->external, f, now_s, &h) >= 0)
+			*(uint32_t *)flow_table_user(o->external, h) = o->tag;
 	}
 }
 
@@ -734,6 +737,11 @@ struct flow_table *old147_internal(struct old147 *o)
 struct flow_table *old147_external(struct old147 *o)
 {
 	return o->external;
+}
+
+void old147_set_tag(struct old147 *o, uint32_t tag)
+{
+	o->tag = tag;
 }
 
 void old147_stats(const struct old147 *o, struct old147_stats *out)

@@ -91,7 +91,13 @@ bool old147_hello_phase(const struct old147 *o);
 uint32_t old147_rsq_len(const struct old147 *o);
 
 struct flow_table *old147_internal(struct old147 *o);
+/*
+ * The external cache.  Its user area (uint32_t) holds, for the checks
+ * only, the tag set by old147_set_tag() when the entry was last written:
+ * the simulation tags each datagram with the sending process's generation.
+ */
 struct flow_table *old147_external(struct old147 *o);
+void old147_set_tag(struct old147 *o, uint32_t tag);
 void old147_stats(const struct old147 *o, struct old147_stats *out);
 
 #endif

@@ -62,6 +62,8 @@ enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
 
 static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
 
+static bool bulk_on_new;                /* --bulk-on-new (node.c) */
+
 struct scenario {
 	unsigned nodes;
 	bool time_seq;                          /* initial seqs from a shared clock */
@@ -243,6 +245,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	w.enc_opts = sc.cfg.enc_opts;
 	w.time_seq = sc.time_seq;
 	w.trace = getenv("SIM_TRACE") != NULL;
+	w.bulk_on_new = bulk_on_new;
 	w.clock_base = rng_u32(&w.rng);
 	channel_init(&w.ch, &w.rng, w.n);
 	w.ch.f = sc.faults;
@@ -373,18 +376,21 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	}
 	if (verbose)
 		printf("seed %llu: %u nodes%s, loss %.2f dup %.2f reorder %.2f trunc %.3f%s mtu %u rqs %u "
-		       "window %u churners 0x%x restarts %u | flows %llu dgrams %llu msgs %llu "
+		       "window %u churners 0x%x restarts %u (%llu/%llu/%llu) | flows %llu dgrams %llu msgs %llu "
 		       "retrans %llu rto %llu restarts-seen %llu converged %llu ms%s%s%s\n",
 		       (unsigned long long)seed, sc.nodes, sc.time_seq ? " (time seqs)" : "", sc.faults.loss, sc.faults.dup,
 		       sc.faults.reorder, sc.faults.truncate,
 		       sc.faults.blackout_to ? " partition" : "", sc.mtu, sc.cfg.resend_queue_size,
 		       sc.cfg.ack_window, sc.churners, sc.nrestarts,
+		       (unsigned long long)w.nodes[0].restarts, (unsigned long long)w.nodes[1].restarts,
+		       (unsigned long long)w.nodes[2].restarts,
 		       (unsigned long long)res->flows, (unsigned long long)res->datagrams,
 		       (unsigned long long)res->messages, (unsigned long long)res->retransmitted,
 		       (unsigned long long)res->rto_rounds, (unsigned long long)res->restarts_seen,
 		       (unsigned long long)res->converge_ms,
 		       alarm ? " (ALARM: compared at a fixed time)" : mode == MODE_MIXED ?
-		       (res->excused ? " (MIXED: 1.4.7 -> ctsyncd excused)" : " (MIXED)") : "",
+		       (res->excused ? " (MIXED: 1.4.7 -> ctsyncd excused)" :
+			w.stale_excused ? " (MIXED: stale 1.4.7 entries excused)" : " (MIXED)") : "",
 		       w.failed ? " FAIL: " : "", w.failed ? w.why : "");
 	if (w.failed)
 		snprintf(why, why_len, "%s", w.why);
@@ -644,12 +650,14 @@ int main(int argc, char **argv)
 			alarm = true;
 		} else if (!strcmp(argv[i], "--mixed")) {
 			mixed = true;
+		} else if (!strcmp(argv[i], "--bulk-on-new")) {
+			bulk_on_new = true;
 		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
 			bulk = atol(argv[++i]);
 		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
 			loss = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--alarm|--mixed] [--seeds A-B|N] [--jobs N] [-v]\n"
+			fprintf(stderr, "usage: %s [--alarm|--mixed] [--bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
 				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
 			return 2;
 		}
