@@ -89,7 +89,8 @@ struct world {
 	uint64_t expired;               /* ALARM: external entries expired */
 	bool trace;                     /* SIM_TRACE=1: log daemon starts, stops, peer events */
 	bool no_roundtrip_check;        /* --bulk: trust the codec, time the engine */
-	uint64_t stale_excused;         /* MIXED: see stale_excused() in node.c */
+	/* MIXED: mismatches excused (see excused() in node.c) */
+	uint64_t stale_excused, dropped_excused, not_nacked_excused;
 	bool bulk_on_new;               /* --bulk-on-new: ftfw_bulk() on FTFW_PEER_NEW too (node.c) */
 	bool failed;
 	char why[512];

@@ -45,6 +45,12 @@ struct old147 {
 	void *arg;
 	struct flow_table *internal;    /* user area: uint32_t, the object's queue node */
 	struct flow_table *external;
+	/*
+	 * For the checks only: the keys whose latest state left the rsqueue
+	 * unacknowledged (overflow, HELLO flush) and was not queued again
+	 * since (see old147_unrepaired()).
+	 */
+	struct flow_table *lost;
 
 	struct qnode *pool;
 	uint32_t npool, free_head;
@@ -163,6 +169,14 @@ static uint32_t *obj_slot(struct old147 *o, uint32_t h)
  * overflow: we take the simplest reading, the reference is released
  * the same way, so the dead object goes too).
  */
+static void mark_lost(struct old147 *o, uint32_t i)
+{
+	uint32_t h = o->pool[i].handle, lh;
+
+	if (h && flow_table_export(o->internal, h, &o->scratch) == 0)
+		flow_table_upsert(o->lost, &o->scratch, 0, &lh);
+}
+
 static void node_release(struct old147 *o, uint32_t i)
 {
 	struct qnode *n = &o->pool[i];
@@ -186,8 +200,11 @@ static void node_release(struct old147 *o, uint32_t i)
 static void enqueue_obj(struct old147 *o, uint32_t h)
 {
 	uint32_t *slot = obj_slot(o, h);
-	uint32_t i = *slot;
+	const struct flow *f = flow_table_flow(o->internal, h);
+	uint32_t i = *slot, lh = f ? flow_table_lookup(o->lost, &f->orig) : 0;
 
+	if (lh)
+		flow_table_delete(o->lost, lh);         /* it goes again */
 	if (i && o->pool[i].where == Q_TX)
 		return;
 	if (i) {
@@ -220,6 +237,7 @@ static void rs_insert(struct old147 *o, uint32_t i, uint32_t seq)
 		if (o->pool[head].handle) {
 			o->st.rsq_overflow_data++;
 			o->st.drops_since_resync++;
+			mark_lost(o, head);
 		}
 		else
 			o->st.rsq_overflow_ctl++;
@@ -259,6 +277,7 @@ int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, vo
 	o->arg = arg;
 	o->internal = table_new(sizeof(uint32_t), cfg->table_seed);
 	o->external = table_new(sizeof(uint32_t), cfg->table_seed ^ 0x5bd1e995u);
+	o->lost = table_new(0, cfg->table_seed ^ 0x27d4eb2fu);
 	o->npool = 1;                   /* index 0 is "none" */
 	o->pool = xrealloc(NULL, sizeof(*o->pool));
 	o->hello_phase = true;          /* §2.4: HELLO until a HELLO_BACK arrives */
@@ -279,6 +298,7 @@ void old147_free(struct old147 *o)
 		return;
 	flow_table_free(o->internal);
 	flow_table_free(o->external);
+	flow_table_free(o->lost);
 	free(o->pool);
 	free(o);
 }
@@ -638,6 +658,7 @@ static void flush_rsqueue(struct old147 *o)
 		if (o->pool[o->rs.head].handle) {
 			o->st.rsq_flushed_data++;
 			o->st.drops_since_resync++;
+			mark_lost(o, o->rs.head);
 		}
 		else
 			o->st.rsq_flushed_ctl++;
@@ -737,6 +758,22 @@ struct flow_table *old147_internal(struct old147 *o)
 struct flow_table *old147_external(struct old147 *o)
 {
 	return o->external;
+}
+
+enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key)
+{
+	uint32_t h = flow_table_lookup(o->internal, key), i;
+
+	if (flow_table_lookup(o->lost, key))
+		return OLD147_DROPPED;
+	if (!h)
+		return OLD147_REPAIRED;
+	i = *obj_slot(o, h);
+	if (i && o->pool[i].where == Q_RS)
+		return OLD147_NOT_NACKED;
+	if (i && o->pool[i].where == Q_TX)
+		return OLD147_QUEUED;
+	return OLD147_REPAIRED;
 }
 
 void old147_set_tag(struct old147 *o, uint32_t tag)

@@ -98,6 +98,18 @@ struct flow_table *old147_internal(struct old147 *o);
  */
 struct flow_table *old147_external(struct old147 *o);
 void old147_set_tag(struct old147 *o, uint32_t tag);
+
+/*
+ * For the checks: why might the peer lack the model's latest state of
+ * `key` (a live flow, or a dead one whose DEL is not acknowledged)?
+ */
+enum old147_unrepaired {
+	OLD147_REPAIRED,        /* nothing pending: it was acknowledged (or never existed) */
+	OLD147_DROPPED,         /* it left the rsqueue unacknowledged: full, or a HELLO flush */
+	OLD147_NOT_NACKED,      /* sent, in the rsqueue, never acknowledged and no NACK got here */
+	OLD147_QUEUED,          /* waiting in the tx queue (cannot be after quiescence) */
+};
+enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key);
 void old147_stats(const struct old147 *o, struct old147_stats *out);
 
 #endif
