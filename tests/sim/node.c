@@ -637,6 +637,7 @@ void node_up(struct node *n, uint64_t now)
 
 		n->ocfg.clock_base = n->w->clock_base;
 		n->ocfg.startup_resync = true;
+		n->ocfg.upd_replaces = getenv("SIM_OLD_UPD_REPLACES") != NULL;
 		n->ocfg.table_seed = rng_u32(&n->w->rng);
 		if (old147_new(&n->ocfg, &oops, n, now, &n->o) < 0) {
 			world_fail(n->w, "node %u: old147_new", n->id);
@@ -737,6 +738,15 @@ void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 		while (k < FTFW_RX_AHEAD && (st = wire_split_next(&s, &m[k])) == WIRE_SPLIT_MSG)
 			k++;
 		ftfw_receive_batch(n->e, d->from, m, k, now);
+		if (getenv("SIM_TRACE_OLD") && n->w->nodes[d->from].old) {
+			struct ftfw_peer_stats ps;
+
+			ftfw_peer_stats(n->e, d->from, &ps);
+			fprintf(stderr, "%8llu node %u: after %u messages of peer %u: last_seq %u, "
+				"%llu old dropped, %llu restarts seen%s\n", (unsigned long long)now, n->id, k,
+				d->from, ps.last_seq, (unsigned long long)ps.seq_before,
+				(unsigned long long)ps.restarts, ps.in_hello ? ", it says HELLO" : "");
+		}
 		if (st == WIRE_SPLIT_ERROR)
 			ftfw_count_rejected(n->e, d->from, m[k].reason);
 	}

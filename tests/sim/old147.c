@@ -554,7 +554,7 @@ static void apply(struct old147 *o, uint8_t type, const struct flow_full *f)
 			flow_table_delete(o->external, h);
 		return;
 	case WIRE_T_CT_UPD:
-		if (h) {
+		if (h && !o->cfg.upd_replaces) {
 			memset(&o->cur, 0, sizeof(o->cur));
 			flow_table_export(o->external, h, &o->cur);
 			lay_over(&o->cur, f);

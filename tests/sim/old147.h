@@ -39,6 +39,8 @@ struct old147_config {
 	uint32_t clock_base;
 	bool startup_resync;            /* StartupResync on */
 	uint32_t table_seed;            /* hash seeds of its caches */
+	/* Diagnosis only, not 1.4.7: CT_UPD replaces like CT_NEW instead of laying over. */
+	bool upd_replaces;
 };
 
 struct old147_ops {
