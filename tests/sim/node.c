@@ -26,6 +26,63 @@ void world_fail(struct world *w, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void *xcalloc(size_t n, size_t size);
+
+/* ---- sets of (generations, sequence number) of the model's messages ---------------------- */
+
+static size_t seqset_slot(const struct seqset *z, uint64_t v)
+{
+	return (size_t)(rng_mix(v) & (z->cap - 1));
+}
+
+static bool seqset_has(const struct seqset *z, uint32_t gen, uint32_t seq)
+{
+	uint64_t v = ((uint64_t)gen << 32 | seq) + 1;
+
+	if (!z->cap)
+		return false;
+	for (size_t i = seqset_slot(z, v); z->v[i]; i = (i + 1) & (z->cap - 1))
+		if (z->v[i] == v)
+			return true;
+	return false;
+}
+
+static void seqset_put(struct seqset *z, uint64_t v)
+{
+	size_t i;
+
+	for (i = seqset_slot(z, v); z->v[i]; i = (i + 1) & (z->cap - 1))
+		if (z->v[i] == v)
+			return;
+	z->v[i] = v;
+	z->n++;
+}
+
+static void seqset_add(struct seqset *z, uint32_t gen, uint32_t seq)
+{
+	if (2 * (z->n + 1) > z->cap) {
+		uint64_t *old = z->v;
+		size_t cap = z->cap;
+
+		z->cap = cap ? 2 * cap : 4096;
+		z->v = xcalloc(z->cap, sizeof(*z->v));
+		z->n = 0;
+		for (size_t j = 0; j < cap; j++)
+			if (old[j])
+				seqset_put(z, old[j]);
+		free(old);
+	}
+	seqset_put(z, ((uint64_t)gen << 32 | seq) + 1);
+}
+
+void world_free_delivered(struct world *w)
+{
+	free(w->accepted.v);
+	free(w->wrong_old.v);
+	memset(&w->accepted, 0, sizeof(w->accepted));
+	memset(&w->wrong_old, 0, sizeof(w->wrong_old));
+}
+
 static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n, size);
@@ -576,6 +633,13 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	ftfw_bulk(n->e);
 }
 
+static void cb_old_log(void *arg, const char *line)
+{
+	struct node *n = arg;
+
+	fprintf(stderr, "%8llu node %u: 1.4.7: %s\n", (unsigned long long)n->w->now, n->id, line);
+}
+
 static const struct ftfw_ops node_ops = {
 	.emit = cb_emit,
 	.apply = cb_apply,
@@ -633,8 +697,11 @@ void node_up(struct node *n, uint64_t now)
 	int ret;
 
 	if (n->old) {
-		static const struct old147_ops oops = { .emit = cb_emit };
+		static struct old147_ops oops = { .emit = cb_emit };
 
+		oops.log = getenv("SIM_TRACE_OLD") ? cb_old_log : NULL;
+
+		n->w->ch.tag[n->id] = (uint32_t)n->restarts;
 		n->ocfg.clock_base = n->w->clock_base;
 		n->ocfg.startup_resync = true;
 		n->ocfg.upd_replaces = getenv("SIM_OLD_UPD_REPLACES") != NULL;
@@ -713,6 +780,60 @@ void node_down(struct node *n, uint64_t now, uint32_t down_ms)
 	n->restarts++;
 }
 
+/*
+ * From the 1.4.7 model: message by message (ftfw_receive_batch() is
+ * the same as ftfw_receive() on each), to record for excused() which of
+ * them the engine took, and which it dropped as old while it had taken
+ * nothing later of that process: a drop §2.3 does not explain (1.4.7
+ * would have reset on the HELLO of a restarted peer).
+ */
+static void receive_from_old(struct node *n, const struct dgram *d, uint64_t now)
+{
+	struct world *w = n->w;
+	uint32_t gen = d->tag << 16 | (uint32_t)n->restarts;
+	struct wire_split s;
+	struct wire_msg m;
+	enum wire_split_status st;
+
+	if (getenv("SIM_TRACE_KEY"))
+		trace_msg(n, "ctsyncd receives", d->data, d->len);
+	if (!w->acc_any || w->acc_gen != gen) {
+		w->acc_any = false;
+		w->acc_gen = gen;
+	}
+	wire_split_init(&s, d->data, d->len, false);
+	while ((st = wire_split_next(&s, &m)) == WIRE_SPLIT_MSG) {
+		struct ftfw_peer_stats before, after;
+
+		ftfw_peer_stats(n->e, d->from, &before);
+		ftfw_receive(n->e, d->from, &m, now);
+		ftfw_peer_stats(n->e, d->from, &after);
+		if (m.reason != WIRE_OK || m.kind == WIRE_K_BAD)
+			continue;
+		if (after.seq_before != before.seq_before) {
+			if (!w->acc_any || (int32_t)(w->acc_max - m.hdr.seq) < 0)
+				seqset_add(&w->wrong_old, gen, m.hdr.seq);
+			continue;
+		}
+		seqset_add(&w->accepted, gen, m.hdr.seq);
+		if (!w->acc_any || (int32_t)(m.hdr.seq - w->acc_max) > 0)
+			w->acc_max = m.hdr.seq;
+		w->acc_any = true;
+	}
+	if (st == WIRE_SPLIT_ERROR)
+		ftfw_count_rejected(n->e, d->from, m.reason);
+	if (getenv("SIM_TRACE_OLD")) {
+		struct ftfw_peer_stats ps;
+
+		ftfw_peer_stats(n->e, d->from, &ps);
+		fprintf(stderr, "%8llu node %u: after a datagram of peer %u: last_seq %u, "
+			"%llu old dropped, %llu restarts seen%s\n", (unsigned long long)now, n->id,
+			d->from, ps.last_seq, (unsigned long long)ps.seq_before,
+			(unsigned long long)ps.restarts, ps.in_hello ? ", it says HELLO" : "");
+	}
+	n->dirty = true;
+}
+
 /* As the daemon: the messages of a datagram go to the engine in runs, decoded ahead. */
 void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 {
@@ -729,8 +850,10 @@ void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 		n->dirty = true;
 		return;
 	}
-	if (getenv("SIM_TRACE_KEY") && n->w->nodes[d->from].old)
-		trace_msg(n, "ctsyncd receives", d->data, d->len);
+	if (n->w->nodes[d->from].old) {
+		receive_from_old(n, d, now);
+		return;
+	}
 	wire_split_init(&s, d->data, d->len, false);
 	while (st == WIRE_SPLIT_MSG) {
 		unsigned k = 0;
@@ -738,15 +861,6 @@ void node_receive(struct node *n, const struct dgram *d, uint64_t now)
 		while (k < FTFW_RX_AHEAD && (st = wire_split_next(&s, &m[k])) == WIRE_SPLIT_MSG)
 			k++;
 		ftfw_receive_batch(n->e, d->from, m, k, now);
-		if (getenv("SIM_TRACE_OLD") && n->w->nodes[d->from].old) {
-			struct ftfw_peer_stats ps;
-
-			ftfw_peer_stats(n->e, d->from, &ps);
-			fprintf(stderr, "%8llu node %u: after %u messages of peer %u: last_seq %u, "
-				"%llu old dropped, %llu restarts seen%s\n", (unsigned long long)now, n->id, k,
-				d->from, ps.last_seq, (unsigned long long)ps.seq_before,
-				(unsigned long long)ps.restarts, ps.in_hello ? ", it says HELLO" : "");
-		}
 		if (st == WIRE_SPLIT_ERROR)
 			ftfw_count_rejected(n->e, d->from, m[k].reason);
 	}
@@ -853,7 +967,19 @@ static bool excused(struct excuse *ex, const struct flow_table *t, const struct 
 		return true;
 	}
 	if (ex->owner->old) {
-		switch (old147_unrepaired(ex->owner->o, key)) {
+		uint32_t seq = 0;
+		enum old147_unrepaired why = old147_unrepaired(ex->owner->o, key, &seq);
+
+		uint32_t gen = (uint32_t)(ex->owner->restarts << 16 | ex->reader->restarts);
+
+		/*
+		 * Not if ctsyncd took that transmission (then it had the state),
+		 * or dropped it as old against an earlier process's numbers.
+		 */
+		if (seqset_has(&ex->owner->w->accepted, gen, seq) ||
+		    seqset_has(&ex->owner->w->wrong_old, gen, seq))
+			return false;
+		switch (why) {
 		case OLD147_DROPPED:
 			ex->dropped++;
 			return true;

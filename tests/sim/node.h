@@ -72,6 +72,11 @@ struct node {
 	uint64_t restarts, churn;
 };
 
+struct seqset {
+	uint64_t *v;                    /* open addressing; 0 = empty */
+	size_t cap, n;
+};
+
 struct world {
 	struct rng rng;
 	struct channel ch;
@@ -89,12 +94,23 @@ struct world {
 	uint64_t expired;               /* ALARM: external entries expired */
 	bool trace;                     /* SIM_TRACE=1: log daemon starts, stops, peer events */
 	bool no_roundtrip_check;        /* --bulk: trust the codec, time the engine */
+	/*
+	 * MIXED: the 1.4.7 model's messages (by 1.4.7 process, ctsyncd
+	 * process and sequence number) that ctsyncd's engine took, and
+	 * those it dropped as old before taking anything later of that
+	 * process; for excused() in node.c.  Freed by world_free_delivered().
+	 */
+	struct seqset accepted, wrong_old;
+	uint32_t acc_gen, acc_max;
+	bool acc_any;
 	/* MIXED: mismatches excused (see excused() in node.c) */
 	uint64_t stale_excused, dropped_excused, not_nacked_excused;
 	bool bulk_on_new;               /* --bulk-on-new: ftfw_bulk() on FTFW_PEER_NEW too (node.c) */
 	bool failed;
 	char why[512];
 };
+
+void world_free_delivered(struct world *w);
 
 /* Record the first failure (callbacks cannot return one). */
 void world_fail(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -9,6 +9,7 @@
 #include "old147.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,21 @@ struct old147 {
 	struct flow_full scratch, cur;
 	uint8_t buf[WIRE_CT_MAX_LEN];
 };
+
+static void say(struct old147 *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(struct old147 *o, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!o->ops.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->ops.log(o->arg, line);
+}
 
 static bool before(uint32_t a, uint32_t b)
 {
@@ -173,8 +189,9 @@ static void mark_lost(struct old147 *o, uint32_t i)
 {
 	uint32_t h = o->pool[i].handle, lh;
 
-	if (h && flow_table_export(o->internal, h, &o->scratch) == 0)
-		flow_table_upsert(o->lost, &o->scratch, 0, &lh);
+	if (h && flow_table_export(o->internal, h, &o->scratch) == 0 &&
+	    flow_table_upsert(o->lost, &o->scratch, 0, &lh) >= 0)
+		*(uint32_t *)flow_table_user(o->lost, lh) = o->pool[i].seq;
 }
 
 static void node_release(struct old147 *o, uint32_t i)
@@ -277,7 +294,7 @@ int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, vo
 	o->arg = arg;
 	o->internal = table_new(sizeof(uint32_t), cfg->table_seed);
 	o->external = table_new(sizeof(uint32_t), cfg->table_seed ^ 0x5bd1e995u);
-	o->lost = table_new(0, cfg->table_seed ^ 0x27d4eb2fu);
+	o->lost = table_new(sizeof(uint32_t), cfg->table_seed ^ 0x27d4eb2fu);
 	o->npool = 1;                   /* index 0 is "none" */
 	o->pool = xrealloc(NULL, sizeof(*o->pool));
 	o->hello_phase = true;          /* §2.4: HELLO until a HELLO_BACK arrives */
@@ -593,6 +610,8 @@ static void rs_range(struct old147 *o, uint32_t from, uint32_t to, bool ack)
 	}
 	if (!ack && found < to - from + 1)
 		o->st.nack_unknown += to - from + 1 - found;
+	say(o, "%s [%u, %u]: %u found in the rsqueue (%u long, head seq %u)", ack ? "ACK" : "NACK",
+	     from, to, found, o->rs.len, o->rs.head ? o->pool[o->rs.head].seq : 0);
 }
 
 static void resync_all(struct old147 *o)
@@ -654,6 +673,8 @@ static enum digest digest(struct old147 *o, const struct wire_msg *m)
 
 static void flush_rsqueue(struct old147 *o)
 {
+	if (o->rs.len)
+		say(o, "HELLO: rsqueue flushed, %u elements", o->rs.len);
 	while (o->rs.head) {
 		if (o->pool[o->rs.head].handle) {
 			o->st.rsq_flushed_data++;
@@ -760,17 +781,22 @@ struct flow_table *old147_external(struct old147 *o)
 	return o->external;
 }
 
-enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key)
+enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key,
+					  uint32_t *seq)
 {
-	uint32_t h = flow_table_lookup(o->internal, key), i;
+	uint32_t h = flow_table_lookup(o->internal, key), i, lh = flow_table_lookup(o->lost, key);
 
-	if (flow_table_lookup(o->lost, key))
+	if (lh) {
+		*seq = *(const uint32_t *)flow_table_user(o->lost, lh);
 		return OLD147_DROPPED;
+	}
 	if (!h)
 		return OLD147_REPAIRED;
 	i = *obj_slot(o, h);
-	if (i && o->pool[i].where == Q_RS)
+	if (i && o->pool[i].where == Q_RS) {
+		*seq = o->pool[i].seq;
 		return OLD147_NOT_NACKED;
+	}
 	if (i && o->pool[i].where == Q_TX)
 		return OLD147_QUEUED;
 	return OLD147_REPAIRED;

@@ -46,6 +46,8 @@ struct old147_config {
 struct old147_ops {
 	/* One encoded message for the channel buffer; valid during the call only. */
 	void (*emit)(void *arg, const void *msg, size_t len);
+	/* Optional: a line about what the model did (HELLO flushes, NACKs and what they found). */
+	void (*log)(void *arg, const char *line);
 };
 
 /* Why state left the model's resend queue without being acknowledged (1.4.7's own losses). */
@@ -111,7 +113,9 @@ enum old147_unrepaired {
 	OLD147_NOT_NACKED,      /* sent, in the rsqueue, never acknowledged and no NACK got here */
 	OLD147_QUEUED,          /* waiting in the tx queue (cannot be after quiescence) */
 };
-enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key);
+/* *seq: the sequence number of that state's last transmission (DROPPED, NOT_NACKED). */
+enum old147_unrepaired old147_unrepaired(struct old147 *o, const struct flow_tuple *key,
+					  uint32_t *seq);
 void old147_stats(const struct old147 *o, struct old147_stats *out);
 
 #endif

@@ -383,6 +383,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	for (unsigned i = 0; i < w.n; i++)
 		node_free(&w.nodes[i]);
 	channel_free(&w.ch);
+	world_free_delivered(&w);
 	return w.failed ? -1 : 0;
 }
 
