@@ -619,6 +619,8 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	 */
 	if (ev == FTFW_PEER_NEW && n->w->bulk_on_new)
 		ftfw_bulk(n->e);
+	if (ev == FTFW_PEER_RESTARTED && peer < n->w->n && n->w->nodes[peer].old)
+		n->w->old_restarts_seen++;
 	if (ev != FTFW_PEER_RESTARTED || peer >= n->w->n || !n->ext[peer])
 		return;
 	/*
@@ -702,6 +704,9 @@ void node_up(struct node *n, uint64_t now)
 		oops.log = getenv("SIM_TRACE_OLD") ? cb_old_log : NULL;
 
 		n->w->ch.tag[n->id] = (uint32_t)n->restarts;
+		for (unsigned i = 0; i < n->w->n; i++)
+			if (n->restarts && i != n->id && n->w->nodes[i].up)
+				n->w->old_restarts_while_up++;
 		n->ocfg.clock_base = n->w->clock_base;
 		n->ocfg.startup_resync = true;
 		n->ocfg.upd_replaces = getenv("SIM_OLD_UPD_REPLACES") != NULL;

@@ -103,6 +103,8 @@ struct world {
 	struct seqset accepted, wrong_old;
 	uint32_t acc_gen, acc_max;
 	bool acc_any;
+	/* MIXED: restarts of the 1.4.7 model while ctsyncd ran, and those ctsyncd recognised */
+	uint64_t old_restarts_while_up, old_restarts_seen;
 	/* MIXED: mismatches excused (see excused() in node.c) */
 	uint64_t stale_excused, dropped_excused, not_nacked_excused;
 	bool bulk_on_new;               /* --bulk-on-new: ftfw_bulk() on FTFW_PEER_NEW too (node.c) */

@@ -204,11 +204,13 @@ static void check_mixed(struct world *w)
 
 static const char *mixed_note(const struct world *w)
 {
-	static char buf[160];
+	static char buf[256];
 
-	snprintf(buf, sizeof(buf), " (MIXED; excused: %llu stale at 1.4.7, %llu dropped by 1.4.7, "
-		 "%llu never NACKed to 1.4.7)", (unsigned long long)w->stale_excused,
-		 (unsigned long long)w->dropped_excused, (unsigned long long)w->not_nacked_excused);
+	snprintf(buf, sizeof(buf), " (MIXED; 1.4.7 restarts recognised %llu of %llu; excused: %llu "
+		 "stale at 1.4.7, %llu dropped by 1.4.7, %llu never NACKed to 1.4.7)",
+		 (unsigned long long)w->old_restarts_seen, (unsigned long long)w->old_restarts_while_up,
+		 (unsigned long long)w->stale_excused, (unsigned long long)w->dropped_excused,
+		 (unsigned long long)w->not_nacked_excused);
 	return buf;
 }
 
