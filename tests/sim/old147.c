@@ -253,7 +253,6 @@ static void rs_insert(struct old147 *o, uint32_t i, uint32_t seq)
 
 		if (o->pool[head].handle) {
 			o->st.rsq_overflow_data++;
-			o->st.drops_since_resync++;
 			mark_lost(o, head);
 		}
 		else
@@ -660,7 +659,6 @@ static enum digest digest(struct old147 *o, const struct wire_msg *m)
 		return D_CTL;
 	case WIRE_K_RESYNC:
 		o->st.resync_recv++;
-		o->st.drops_since_resync = 0;
 		resync_all(o);
 		return D_CTL;
 	case WIRE_K_ALIVE:
@@ -678,7 +676,6 @@ static void flush_rsqueue(struct old147 *o)
 	while (o->rs.head) {
 		if (o->pool[o->rs.head].handle) {
 			o->st.rsq_flushed_data++;
-			o->st.drops_since_resync++;
 			mark_lost(o, o->rs.head);
 		}
 		else
@@ -706,6 +703,8 @@ static void receive_msg(struct old147 *o, const struct wire_msg *m)
 		}
 		flush_rsqueue(o);       /* the peer restarted and knows nothing */
 		hello = true;
+		if (o->recv_init && before(seq, expected))
+			say(o, "HELLO seq %u before expected %u: taken in sync", seq, expected);
 	}
 	/* §2.3 step 2 */
 	if ((h->flags & WIRE_F_HELLO_BACK) && o->hello_phase)

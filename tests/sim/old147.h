@@ -61,12 +61,6 @@ struct old147_stats {
 	uint64_t rsq_flushed_data;      /* flushed by a peer's HELLO (§2.3 step 1) */
 	uint64_t rsq_overflow_ctl, rsq_flushed_ctl;
 	uint64_t nack_unknown;          /* NACKed numbers not found in the rsqueue */
-	/*
-	 * Data objects dropped from the rsqueue (overflow or flush) since the
-	 * last RESYNC request received, whose answer would have sent them
-	 * again: the losses 1.4.7's own mechanism cannot repair.
-	 */
-	uint64_t drops_since_resync;
 };
 
 int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, void *arg,
