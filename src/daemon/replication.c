@@ -185,6 +185,16 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		 */
 		ftfw_bulk(r->engine);
 	}
+	/*
+	 * Beyond 1.4.7: a peer heard for the first time gets our table too.
+	 * Either it has just started (it says HELLO), and its StartupResync
+	 * request, if any, may have gone to our previous process or been
+	 * lost, never to be repeated by 1.4.7; or we have, and what changed
+	 * in our kernel meanwhile never reached it.  A ctsyncd peer also
+	 * asks for it on seeing our restart: the bulk starts over, once.
+	 */
+	if (ev == FTFW_PEER_NEW && r->cfg->sync.mode == CONFIG_MODE_FTFW)
+		ftfw_bulk(r->engine);
 }
 
 static void on_local_change(void *arg, uint32_t handle, enum kernel_event ev)

@@ -578,6 +578,16 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 	return TX_SENT;
 }
 
+/*
+ * Deviation 18 for a bulk send: it waits for the end of our HELLO
+ * handshake, as a RESYNC request does.  Sent flagged HELLO, every message
+ * of it would be sent twice to 1.4.7 (deviation 14).
+ */
+static bool bulk_may_run(const struct ftfw *e)
+{
+	return e->bulk && !e->hello_phase;
+}
+
 /* Queue the next slice of the bulk walk; false once the walk is over. */
 static bool bulk_refill(struct ftfw *e)
 {
@@ -642,13 +652,13 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 		enum tx_result r;
 
 		if (!window_open(e)) {
-			stalled = e->q[Q_RETX].len || e->q[Q_TX].len || e->bulk;
+			stalled = e->q[Q_RETX].len || e->q[Q_TX].len || bulk_may_run(e);
 			break;
 		}
 		/* Retransmissions first: they are the oldest news the peer lacks. */
 		q = e->q[Q_RETX].head ? &e->q[Q_RETX] : &e->q[Q_TX];
 		if (!q->head) {
-			if (!e->bulk || !bulk_refill(e))
+			if (!bulk_may_run(e) || !bulk_refill(e))
 				break;
 			continue;
 		}
@@ -676,7 +686,7 @@ bool ftfw_send_ready(const struct ftfw *e)
 {
 	if (e->resync == RESYNC_PENDING && !e->hello_phase)
 		return true;
-	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !e->bulk)
+	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !bulk_may_run(e))
 		return false;
 	return window_open(e);
 }

@@ -3,7 +3,8 @@
 # updated and deleted on A reach B's external cache; B commits them into its
 # kernel with the same attributes; under 20 % random loss on the link (in
 # both directions, nftables) 5000 states still converge exactly; -B and -n
-# resend everything; a restarted peer is brought up to date; and Mode ALARM:
+# resend everything; a restarted peer is brought up to date, a peer started
+# later gets the table unasked; and Mode ALARM:
 # refreshes (of the start-up dump too), deletes, expiry after a SIGKILL.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
@@ -105,6 +106,15 @@ pair_conf B FTFW "" ""
 sed -i 's/Mode FTFW { }/Mode FTFW { StartupResync on }/' "$WORK/B.conf"
 pair_start B
 check "a restarted B with StartupResync gets everything" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+# A peer first heard gets our table unasked, even without StartupResync:
+# here B starts after A, and A never knew B's previous process.
+pair_stop A; pair_stop B
+wait_until 5 test ! -e "$WORK/A.lock" -a ! -e "$WORK/B.lock"
+pair_conf B FTFW "" ""
+pair_start A
+check "A restarted alone has the 2500 states of its kernel" wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/A.conf' -i | grep -c .) -eq 2500 ]]"
+pair_start B
+check "B started after A, without StartupResync, gets A's table" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
 j=$(ctl A -s network --json)
 check "A's counters show no malformed message" python3 -c 'import json,sys; assert json.loads(sys.argv[1])["sync"]["malformed"] == 0' "$j"
 

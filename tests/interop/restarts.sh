@@ -113,6 +113,11 @@ for round in 1 2 3; do
 	check "ctsyncd restarted with StartupResync on, under 20 % loss (round $round): its external cache is 1.4.7's internal cache" \
 		wait_until 60 same "old -i" "ctl B -e"
 	differ "old -i" "ctl B -e" | sed 's/^/  /'
+	# 1.4.7's own StartupResync request went to the process just killed:
+	# the new one sends its table to a peer it hears for the first time.
+	check "... and 1.4.7's external cache is ctsyncd's internal cache (round $round)" \
+		wait_until 30 same "ctl B -i" "old -e"
+	differ "ctl B -i" "old -e" | sed 's/^/  /'
 done
 pair_loss 0
 

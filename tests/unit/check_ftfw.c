@@ -982,6 +982,10 @@ START_TEST(old_numbered_resync_request_is_answered)
 	EXPECT_EQ("dropped as before", 1, stats().seq_before);
 	EXPECT_EQ("restarts", 0, stats().peer_restarts);
 	h_send();
+	/* Deviation 18: the bulk waits for the peer's answer to our HELLO. */
+	EXPECT_EQ("no bulk while we say HELLO", 0, count_kind(d, WIRE_K_DATA));
+	feed_ctl(WIRE_F_HELLO | WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S + 6, 0, 0);
+	h_send();
 	EXPECT_EQ("data messages of the bulk", 5, count_kind(d, WIRE_K_DATA));
 	EXPECT_EQ("RESYNC requests counted", 1, stats().resync_recv);
 	h_teardown();
@@ -1533,6 +1537,10 @@ START_TEST(silent_peer_is_lost_and_bulk_sent_when_back)
 	/* Its owner flushes and asks for a resync, which our bulk answers. */
 	d = H.nout;
 	feed_ctl_peer(1, WIRE_F_RESYNC | WIRE_F_HELLO_BACK, 7002, 0, 0);
+	h_send();
+	/* Deviation 18: the bulk waits until peer 0 has answered our new HELLO too. */
+	EXPECT_EQ("no bulk before every peer answered", 0, count_kind(d, WIRE_K_DATA));
+	feed_ctl_peer(0, WIRE_F_ALIVE | WIRE_F_HELLO_BACK, 107, 0, 0);
 	h_send();
 	EXPECT_EQ("bulk to the returning peer", 5, count_kind(d, WIRE_K_DATA));
 	h_teardown();
