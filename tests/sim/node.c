@@ -610,14 +610,14 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 			peer, names[ev]);
 	}
 	/*
-	 * --bulk-on-new: a candidate fix, not what the daemon does.  The
-	 * first message of a peer (we just started, or it did) says nothing
-	 * of whether it has our table: a 1.4.7 peer asks for it only once,
-	 * at its own start (StartupResync, §2.5), and that request is lost
-	 * if we were down then or if our HELLO flushed it from its resend
-	 * queue (§2.3 step 1).  Send it our table unasked.
+	 * As the daemon (replication.c): a peer heard for the first time
+	 * gets our table unasked.  A 1.4.7 peer asks for it only once, at its
+	 * own start (StartupResync, §2.5), and that request is lost if we
+	 * were down then or if our HELLO flushed it from its resend queue
+	 * (§2.3 step 1).  --no-bulk-on-new turns it off (the daemon before
+	 * commit dbb1540), to show what it repairs.
 	 */
-	if (ev == FTFW_PEER_NEW && n->w->bulk_on_new)
+	if (ev == FTFW_PEER_NEW && !n->w->no_bulk_on_new && n->cfg.mode == FTFW_MODE_FTFW)
 		ftfw_bulk(n->e);
 	if (ev == FTFW_PEER_RESTARTED && peer < n->w->n && n->w->nodes[peer].old)
 		n->w->old_restarts_seen++;

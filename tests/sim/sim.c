@@ -16,7 +16,7 @@
  * table of every other node must equal that node's kernel, field by
  * field, as must each internal table.
  *
- * Usage: sim [--alarm | --mixed [--bulk-on-new]] [--seeds A-B | --seeds N] [--jobs N] [-v]
+ * Usage: sim [--alarm | --mixed] [--no-bulk-on-new] [--seeds A-B | --seeds N] [--jobs N] [-v]
  *        (or SIM_SEEDS=A-B in the environment).  Default: seeds 1-1000,
  *        split over one process per CPU.  A failing seed prints the
  *        command that reproduces it; SIM_TRACE=1 logs its daemon starts,
@@ -52,14 +52,18 @@
  * transmission (see excused() in node.c).  -v shows what was excused.
  *
  * The mixed seeds stay out of the default run while they find failures
- * in ctsyncd (see the report on branch h/sim147): a 1.4.7 peer that
- * starts while ctsyncd is down, or whose StartupResync request is
- * lost, never gets ctsyncd's table, because the daemon sends it unasked
- * only to a peer it sees restart (--bulk-on-new tries sending it on
- * FTFW_PEER_NEW too); a flow re-created and updated before its CT_NEW
- * went out is sent as CT_UPD, which 1.4.7 lays over its copy of the
- * flow's previous life; a 1.4.7 restarted during its handshake, whose
- * time(NULL) counter starts below its previous one, is not recognised.
+ * in ctsyncd (see the report on branch h/sim147).  Before commit
+ * dbb1540 a 1.4.7 peer that started while ctsyncd was down, or whose
+ * StartupResync request was lost, never got ctsyncd's table (the
+ * daemon sent it unasked only to a peer it saw restart; node.c now
+ * follows replication.c and sends it on FTFW_PEER_NEW too;
+ * --no-bulk-on-new shows the old behaviour).  Still: a flow re-created
+ * and updated before its CT_NEW went out is sent as CT_UPD, which 1.4.7
+ * lays over its copy of the flow's previous life; a 1.4.7 restarted
+ * during its handshake, whose time(NULL) counter starts below its
+ * previous one, is not recognised; and a HELLO message of ours delayed
+ * behind later ones rewinds 1.4.7's receiver (§2.3 step 1), which then
+ * takes an older state of ours over a newer one, a DEL included.
  * Diagnosis aids: SIM_TRACE_KEY=<source address> follows one flow,
  * SIM_TRACE_OLD=1 logs control messages and the model's decisions,
  * SIM_OLD_UPD_REPLACES=1 makes the model replace on CT_UPD (not 1.4.7).
@@ -90,7 +94,7 @@ enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
 
 static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
 
-static bool bulk_on_new;                /* --bulk-on-new (node.c) */
+static bool no_bulk_on_new;             /* --no-bulk-on-new (node.c) */
 
 struct scenario {
 	unsigned nodes;
@@ -262,7 +266,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	w.enc_opts = sc.cfg.enc_opts;
 	w.time_seq = sc.time_seq;
 	w.trace = getenv("SIM_TRACE") != NULL;
-	w.bulk_on_new = bulk_on_new;
+	w.no_bulk_on_new = no_bulk_on_new;
 	w.clock_base = rng_u32(&w.rng);
 	channel_init(&w.ch, &w.rng, w.n);
 	w.ch.f = sc.faults;
@@ -667,14 +671,14 @@ int main(int argc, char **argv)
 			alarm = true;
 		} else if (!strcmp(argv[i], "--mixed")) {
 			mixed = true;
-		} else if (!strcmp(argv[i], "--bulk-on-new")) {
-			bulk_on_new = true;
+		} else if (!strcmp(argv[i], "--no-bulk-on-new")) {
+			no_bulk_on_new = true;
 		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
 			bulk = atol(argv[++i]);
 		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
 			loss = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--alarm|--mixed] [--bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
+			fprintf(stderr, "usage: %s [--alarm|--mixed] [--no-bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
 				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
 			return 2;
 		}
