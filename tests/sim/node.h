@@ -13,6 +13,9 @@
  * set) there is no resync: the refresh timers resend everything, and the
  * node expires the external entries not refreshed for CacheTimeout, as
  * the daemon's caches do.
+ *
+ * sim --mixed: node 1 runs a model of conntrackd 1.4.7 instead of the
+ * daemon (old147.h): the same kernel and churn, its own caches.
  */
 #ifndef CTSYNCD_SIM_NODE_H
 #define CTSYNCD_SIM_NODE_H
