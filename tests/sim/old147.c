@@ -617,7 +617,11 @@ static void resync_all(struct old147 *o)
 {
 	uint32_t cursor = 0, h;
 
-	/* §2.3: every object of the internal cache (the facts do not exclude dead ones). */
+	/*
+	 * §2.3: every object of the internal cache.  Silent on dead objects
+	 * waiting for their DEL's ACK: they are objects of the cache, so their
+	 * DEL goes again.
+	 */
 	while ((h = flow_table_next(o->internal, &cursor)) != 0)
 		enqueue_obj(o, h);
 }
@@ -717,7 +721,11 @@ static void receive_msg(struct old147 *o, const struct wire_msg *m)
 			o->ack_from = seq;
 			o->ack_pending = true;
 		}
-		/* "when it hits 0": a window left at 0 by a gap (ACKWindowSize 1) never hits it again */
+		/*
+		 * "when it hits 0".  Silent on ACKWindowSize 1 after a gap, which
+		 * leaves the window at 0: taken literally, it never hits 0 again
+		 * and only the timer and the next gap ACK.
+		 */
 		if (--o->window == 0) {
 			enqueue_ctl(o, WIRE_F_ACK, o->ack_from, seq);
 			o->window = window_size(o);
