@@ -18,5 +18,6 @@ tests_unit_check_ftfw_LDADD = $(UNIT_LIBS)
 check_PROGRAMS += tests/sim/sim
 TESTS += tests/sim/sim
 tests_sim_sim_SOURCES = tests/sim/sim.c tests/sim/channel.c tests/sim/channel.h \
-	tests/sim/node.c tests/sim/node.h tests/sim/rng.h
+	tests/sim/node.c tests/sim/node.h tests/sim/rng.h \
+	tests/sim/old147.c tests/sim/old147.h
 tests_sim_sim_LDADD = libctsyncd.a

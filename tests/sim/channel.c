@@ -68,6 +68,7 @@ static void enqueue(struct channel *c, unsigned from, unsigned to, const void *d
 	d.order = c->order++;
 	d.from = from;
 	d.to = to;
+	d.tag = from < 4 ? c->tag[from] : 0;
 	d.len = len;
 	d.data = malloc(len);
 	if (!d.data) {

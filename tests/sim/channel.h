@@ -29,6 +29,7 @@ struct dgram {
 	uint64_t at;                    /* delivery time */
 	uint64_t order;                 /* ties: send order */
 	unsigned from, to;
+	uint32_t tag;                   /* the sender's tag[] when it was sent */
 	size_t len;
 	uint8_t *data;
 };
@@ -40,6 +41,7 @@ struct channel {
 	struct dgram *heap;             /* min-heap by (at, order) */
 	size_t n, cap;
 	uint64_t order;
+	uint32_t tag[4];                /* per sender, copied into its datagrams (sim: its process generation) */
 	/* counters */
 	uint64_t sent, delivered, lost, duplicated, truncated, bytes;
 };

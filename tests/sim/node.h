@@ -13,6 +13,9 @@
  * set) there is no resync: the refresh timers resend everything, and the
  * node expires the external entries not refreshed for CacheTimeout, as
  * the daemon's caches do.
+ *
+ * sim --mixed: node 1 runs a model of conntrackd 1.4.7 instead of the
+ * daemon (old147.h): the same kernel and churn, its own caches.
  */
 #ifndef CTSYNCD_SIM_NODE_H
 #define CTSYNCD_SIM_NODE_H
@@ -23,6 +26,7 @@
 #include "channel.h"
 #include "flow.h"
 #include "flow_table.h"
+#include "old147.h"
 #include "rng.h"
 #include "sync.h"
 
@@ -50,6 +54,7 @@ struct node {
 	/* the daemon */
 	struct ftfw_config cfg;
 	struct flow_table *internal;
+	struct flow_table *seen;        /* every key this process had in its kernel (checks only) */
 	struct flow_table *ext[SIM_NODES_MAX];
 	struct ftfw *e;
 	uint8_t *buf;                   /* the channel buffer: MTU - 28 */
@@ -57,8 +62,22 @@ struct node {
 	size_t budget;                  /* bytes per loop iteration */
 	uint64_t next_expire;           /* ALARM: the next sweep of the external tables */
 
+	/*
+	 * sim --mixed: this node runs the model of conntrackd 1.4.7
+	 * (old147.c) instead of the engine; e, internal and ext[] stay NULL
+	 * and the model keeps its own caches.
+	 */
+	bool old;
+	struct old147_config ocfg;
+	struct old147 *o;
+
 	/* counters */
 	uint64_t restarts, churn;
+};
+
+struct seqset {
+	uint64_t *v;                    /* open addressing; 0 = empty */
+	size_t cap, n;
 };
 
 struct world {
@@ -78,9 +97,25 @@ struct world {
 	uint64_t expired;               /* ALARM: external entries expired */
 	bool trace;                     /* SIM_TRACE=1: log daemon starts, stops, peer events */
 	bool no_roundtrip_check;        /* --bulk: trust the codec, time the engine */
+	/*
+	 * MIXED: the 1.4.7 model's messages (by 1.4.7 process, ctsyncd
+	 * process and sequence number) that ctsyncd's engine took, and
+	 * those it dropped as old before taking anything later of that
+	 * process; for excused() in node.c.  Freed by world_free_delivered().
+	 */
+	struct seqset accepted, wrong_old;
+	uint32_t acc_gen, acc_max;
+	bool acc_any;
+	/* MIXED: restarts of the 1.4.7 model while ctsyncd ran, and those ctsyncd recognised */
+	uint64_t old_restarts_while_up, old_restarts_seen;
+	/* MIXED: mismatches excused (see excused() in node.c) */
+	uint64_t stale_excused, dropped_excused, not_nacked_excused;
+	bool no_bulk_on_new;            /* --no-bulk-on-new: no ftfw_bulk() on FTFW_PEER_NEW (node.c) */
 	bool failed;
 	char why[512];
 };
+
+void world_free_delivered(struct world *w);
 
 /* Record the first failure (callbacks cannot return one). */
 void world_fail(struct world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -106,8 +141,12 @@ void node_churn_recreate(struct node *n, uint64_t now);
 /*
  * After quiescence: does `reader`'s external table of `owner` equal the
  * owner's kernel, field by field (flow_table_export), and the owner's
- * internal table its kernel?  false with w->why set.
+ * internal table its kernel?  false with w->why set.  A 1.4.7 model
+ * owner may keep dead entries (DELs never acknowledged): only its live
+ * ones are compared.
  */
 bool node_check(struct node *reader, struct node *owner);
+/* Nothing left to send (the engine: ftfw_idle(); the model: its tx queue empty). */
+bool node_idle(const struct node *n);
 
 #endif

@@ -16,7 +16,7 @@
  * table of every other node must equal that node's kernel, field by
  * field, as must each internal table.
  *
- * Usage: sim [--seeds A-B | --seeds N] [--jobs N] [-v]
+ * Usage: sim [--alarm | --mixed] [--no-bulk-on-new] [--seeds A-B | --seeds N] [--jobs N] [-v]
  *        (or SIM_SEEDS=A-B in the environment).  Default: seeds 1-1000,
  *        split over one process per CPU.  A failing seed prints the
  *        command that reproduces it; SIM_TRACE=1 logs its daemon starts,
@@ -35,6 +35,38 @@
  * without it, has expired.  ALARM seeds cost more than FTFW ones (every
  * flow is resent every few simulated seconds for up to a minute), hence
  * fewer by default.
+ *
+ * MIXED (--mixed, seeds 1-1000 unless --seeds; not part of the default
+ * run yet, see below): two nodes, node 0 running the engine and node 1
+ * a model of conntrackd 1.4.7's FTFW endpoint (old147.c, §2 of the
+ * facts), over the same channel, kernels, churn and restarts of either
+ * side; the model has its own ResendQueueSize (sometimes 16-512) and
+ * ACKWindowSize.  After quiescence both directions are compared key by
+ * key.  ctsyncd -> 1.4.7 must hold except for one 1.4.7 limitation:
+ * 1.4.7 never flushes its external cache for a restarted peer, so
+ * entries an earlier ctsyncd process sent, of flows the current one
+ * never had, may stay.  1.4.7 -> ctsyncd must hold except for states
+ * 1.4.7 itself cannot send again (no retransmission timeout): those
+ * that left its resend queue unacknowledged (full, or flushed by our
+ * HELLO) or were never NACKed to it, provided ctsyncd never took that
+ * transmission (see excused() in node.c).  -v shows what was excused.
+ *
+ * The mixed seeds stay out of the default run while they find failures
+ * in ctsyncd (see the report on branch h/sim147).  Before commit
+ * dbb1540 a 1.4.7 peer that started while ctsyncd was down, or whose
+ * StartupResync request was lost, never got ctsyncd's table (the
+ * daemon sent it unasked only to a peer it saw restart; node.c now
+ * follows replication.c and sends it on FTFW_PEER_NEW too;
+ * --no-bulk-on-new shows the old behaviour).  Still: a flow re-created
+ * and updated before its CT_NEW went out is sent as CT_UPD, which 1.4.7
+ * lays over its copy of the flow's previous life; a 1.4.7 restarted
+ * during its handshake, whose time(NULL) counter starts below its
+ * previous one, is not recognised; and a HELLO message of ours delayed
+ * behind later ones rewinds 1.4.7's receiver (§2.3 step 1), which then
+ * takes an older state of ours over a newer one, a DEL included.
+ * Diagnosis aids: SIM_TRACE_KEY=<source address> follows one flow,
+ * SIM_TRACE_OLD=1 logs control messages and the model's decisions,
+ * SIM_OLD_UPD_REPLACES=1 makes the model replace on CT_UPD (not 1.4.7).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -56,6 +88,13 @@
 #define SETTLE_MAX_MS   600000u         /* after healing, give up after this */
 #define RESTARTS_MAX    4
 #define ALARM_SEEDS     200             /* ALARM seeds of the default run */
+#define MIXED_SEEDS     1000            /* sim --mixed without --seeds */
+
+enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
+
+static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
+
+static bool no_bulk_on_new;             /* --no-bulk-on-new (node.c) */
 
 struct scenario {
 	unsigned nodes;
@@ -66,6 +105,7 @@ struct scenario {
 	struct ftfw_config cfg;
 	uint32_t initial_flows;
 	uint32_t cache_timeout_s;               /* ALARM */
+	struct old147_config old;               /* MIXED: node 1's 1.4.7 model */
 	uint32_t churn_ms;
 	uint32_t churn_gap_ms;                  /* mean time between churn events */
 	unsigned nrestarts;
@@ -81,14 +121,18 @@ struct result {
 	uint64_t messages, retransmitted, rto_rounds, restarts_seen, datagrams, flows;
 };
 
-static void draw_scenario(struct rng *r, uint64_t seed, bool alarm, struct scenario *sc)
+static void draw_scenario(struct rng *r, uint64_t seed, enum sim_mode mode, struct scenario *sc)
 {
+	bool alarm = mode == MODE_ALARM;
+
 	memset(sc, 0, sizeof(*sc));
-	sc->nodes = seed % 4 == 0 ? 3 : 2;
+	sc->nodes = mode == MODE_MIXED ? 2 : seed % 4 == 0 ? 3 : 2;
 	sc->time_seq = rng_chance(r, 0.5);
 	sc->churners = 1;
 	if (rng_chance(r, 0.3))
 		sc->churners = (1u << sc->nodes) - 1;   /* active-active */
+	else if (mode == MODE_MIXED && rng_chance(r, 0.3))
+		sc->churners = 2;                       /* only the 1.4.7 node's kernel */
 	/* loss 0-50 %, with a few seeds exactly at the ends */
 	sc->faults.loss = seed % 10 == 1 ? 0.0 : seed % 10 == 2 ? 0.5 : rng_unit(r) * 0.5;
 	sc->faults.dup = rng_chance(r, 0.5) ? rng_unit(r) * 0.1 : 0;
@@ -124,6 +168,12 @@ static void draw_scenario(struct rng *r, uint64_t seed, bool alarm, struct scena
 		sc->cache_timeout_s = rng_range(r, sc->cfg.refresh_time_s + 2, 4 * sc->cfg.refresh_time_s);
 	}
 
+	if (mode == MODE_MIXED) {
+		/* 1.4.7's own ResendQueueSize drops the oldest when full (§2.1): sometimes small. */
+		sc->old.resend_queue_size = rng_chance(r, 0.2) ? rng_range(r, 16, 512) : 0;
+		sc->old.ack_window = rng_chance(r, 0.3) ? rng_range(r, 1, 40) : 0;
+		sc->old.enc_opts = sc->cfg.enc_opts;
+	}
 	sc->nrestarts = rng_chance(r, 0.6) ? rng_range(r, 1, RESTARTS_MAX) : 0;
 	for (unsigned i = 0; i < sc->nrestarts; i++) {
 		/* Down longer than any datagram stays in the channel (< 50 ms). */
@@ -150,14 +200,56 @@ static void churn(struct world *w, struct node *n, uint64_t now)
 static bool all_idle(const struct world *w)
 {
 	for (unsigned i = 0; i < w->n; i++)
-		if (!w->nodes[i].up || !ftfw_idle(w->nodes[i].e))
+		if (!w->nodes[i].up || !node_idle(&w->nodes[i]))
 			return false;
 	return true;
 }
 
-static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res, char *why,
+static void prefix_why(struct world *w, const char *prefix)
+{
+	size_t n = strlen(prefix), len = strlen(w->why);
+
+	if (n + len >= sizeof(w->why))
+		len = sizeof(w->why) - n - 1;
+	memmove(w->why + n, w->why, len);
+	memcpy(w->why, prefix, n);
+	w->why[n + len] = 0;
+}
+
+/*
+ * MIXED, after quiescence, both directions, key by key.  ctsyncd ->
+ * 1.4.7 (node 0's kernel in the model's external cache) must hold
+ * always, except for stale entries of an earlier ctsyncd process that
+ * 1.4.7 never drops; 1.4.7 -> ctsyncd except for the states 1.4.7 itself
+ * could not send again (see excused() in node.c).  The excused keys are
+ * counted in the world and shown by -v.
+ */
+static void check_mixed(struct world *w)
+{
+	if (!node_check(&w->nodes[1], &w->nodes[0])) {
+		prefix_why(w, "ctsyncd -> 1.4.7: ");
+		return;
+	}
+	if (!node_check(&w->nodes[0], &w->nodes[1]))
+		prefix_why(w, "1.4.7 -> ctsyncd: ");
+}
+
+static const char *mixed_note(const struct world *w)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), " (MIXED; 1.4.7 restarts recognised %llu of %llu; excused: %llu "
+		 "stale at 1.4.7, %llu dropped by 1.4.7, %llu never NACKed to 1.4.7)",
+		 (unsigned long long)w->old_restarts_seen, (unsigned long long)w->old_restarts_while_up,
+		 (unsigned long long)w->stale_excused, (unsigned long long)w->dropped_excused,
+		 (unsigned long long)w->not_nacked_excused);
+	return buf;
+}
+
+static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct result *res, char *why,
 		    size_t why_len)
 {
+	bool alarm = mode == MODE_ALARM;
 	static struct world w;
 	struct scenario sc;
 	uint64_t next_churn, heal_at, quiet_since = 0, settle_max = SETTLE_MAX_MS;
@@ -168,12 +260,13 @@ static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res,
 	memset(&w, 0, sizeof(w));
 	memset(res, 0, sizeof(*res));
 	rng_seed(&w.rng, seed);
-	draw_scenario(&w.rng, seed, alarm, &sc);
+	draw_scenario(&w.rng, seed, mode, &sc);
 	w.n = sc.nodes;
 	w.cache_timeout_s = sc.cache_timeout_s;
 	w.enc_opts = sc.cfg.enc_opts;
 	w.time_seq = sc.time_seq;
 	w.trace = getenv("SIM_TRACE") != NULL;
+	w.no_bulk_on_new = no_bulk_on_new;
 	w.clock_base = rng_u32(&w.rng);
 	channel_init(&w.ch, &w.rng, w.n);
 	w.ch.f = sc.faults;
@@ -188,6 +281,10 @@ static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res,
 
 	for (unsigned i = 0; i < w.n; i++) {
 		node_init(&w, &w.nodes[i], i, &sc.cfg, sc.mtu);
+		if (mode == MODE_MIXED && i == 1) {
+			w.nodes[i].old = true;
+			w.nodes[i].ocfg = sc.old;
+		}
 		if (sc.churners & (1u << i))
 			for (uint32_t k = 0; k < sc.initial_flows; k++)
 				node_churn_create(&w.nodes[i], 0);
@@ -276,7 +373,9 @@ static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res,
 					   (unsigned long long)settle_max / 1000);
 		}
 	}
-	if (!w.failed)
+	if (!w.failed && mode == MODE_MIXED)
+		check_mixed(&w);
+	else if (!w.failed)
 		for (unsigned i = 0; i < w.n && !w.failed; i++)
 			for (unsigned j = 0; j < w.n && !w.failed; j++)
 				if (i != j)
@@ -289,7 +388,7 @@ static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res,
 
 		res->flows += w.nodes[i].nlive;
 		if (!w.nodes[i].e)
-			continue;
+			continue;       /* down, or the 1.4.7 model */
 		ftfw_stats(w.nodes[i].e, &s);
 		res->messages += s.msg_sent;
 		res->retransmitted += s.retransmitted;
@@ -298,23 +397,27 @@ static int run_seed(uint64_t seed, bool alarm, bool verbose, struct result *res,
 	}
 	if (verbose)
 		printf("seed %llu: %u nodes%s, loss %.2f dup %.2f reorder %.2f trunc %.3f%s mtu %u rqs %u "
-		       "window %u churners 0x%x restarts %u | flows %llu dgrams %llu msgs %llu "
+		       "window %u churners 0x%x restarts %u (%llu/%llu/%llu) | flows %llu dgrams %llu msgs %llu "
 		       "retrans %llu rto %llu restarts-seen %llu converged %llu ms%s%s%s\n",
 		       (unsigned long long)seed, sc.nodes, sc.time_seq ? " (time seqs)" : "", sc.faults.loss, sc.faults.dup,
 		       sc.faults.reorder, sc.faults.truncate,
 		       sc.faults.blackout_to ? " partition" : "", sc.mtu, sc.cfg.resend_queue_size,
 		       sc.cfg.ack_window, sc.churners, sc.nrestarts,
+		       (unsigned long long)w.nodes[0].restarts, (unsigned long long)w.nodes[1].restarts,
+		       (unsigned long long)w.nodes[2].restarts,
 		       (unsigned long long)res->flows, (unsigned long long)res->datagrams,
 		       (unsigned long long)res->messages, (unsigned long long)res->retransmitted,
 		       (unsigned long long)res->rto_rounds, (unsigned long long)res->restarts_seen,
 		       (unsigned long long)res->converge_ms,
-		       alarm ? " (ALARM: compared at a fixed time)" : "",
+		       alarm ? " (ALARM: compared at a fixed time)" : mode == MODE_MIXED ?
+		       mixed_note(&w) : "",
 		       w.failed ? " FAIL: " : "", w.failed ? w.why : "");
 	if (w.failed)
 		snprintf(why, why_len, "%s", w.why);
 	for (unsigned i = 0; i < w.n; i++)
 		node_free(&w.nodes[i]);
 	channel_free(&w.ch);
+	world_free_delivered(&w);
 	return w.failed ? -1 : 0;
 }
 
@@ -456,8 +559,8 @@ static int parse_range(const char *s, uint64_t *lo, uint64_t *hi)
 }
 
 /* Run seeds lo..hi stepping by `step` from `first`; print failures; return the count. */
-static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool alarm, bool verbose,
-			  const char *argv0, struct result *sum, uint64_t *max_converge)
+static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, enum sim_mode mode,
+			  bool verbose, const char *argv0, struct result *sum, uint64_t *max_converge)
 {
 	unsigned failed = 0;
 
@@ -465,11 +568,13 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool alarm
 		struct result r;
 		char why[512];
 
-		if (run_seed(seed, alarm, verbose, &r, why, sizeof(why)) < 0) {
+		if (run_seed(seed, mode, verbose, &r, why, sizeof(why)) < 0) {
 			failed++;
 			printf("FAIL %sseed %llu: %s\n  reproduce: %s%s --seeds %llu -v\n",
-			       alarm ? "ALARM " : "", (unsigned long long)seed, why, argv0,
-			       alarm ? " --alarm" : "", (unsigned long long)seed);
+			       mode == MODE_ALARM ? "ALARM " : mode == MODE_MIXED ? "MIXED " : "",
+			       (unsigned long long)seed, why, argv0,
+			       mode == MODE_ALARM ? " --alarm" : mode == MODE_MIXED ? " --mixed" : "",
+			       (unsigned long long)seed);
 			fflush(stdout);
 		}
 		sum->messages += r.messages;
@@ -485,8 +590,8 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, bool alarm
 }
 
 /* Run seeds lo..hi of one mode over `jobs` processes; print the summary; return the failures. */
-static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, bool alarm, bool verbose,
-			  const char *argv0)
+static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, enum sim_mode mode,
+			  bool verbose, const char *argv0)
 {
 	uint64_t max_converge = 0;
 	struct result sum = { 0 };
@@ -497,7 +602,7 @@ static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, bool alarm, b
 		jobs = (unsigned)(hi - lo + 1);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (jobs <= 1 || verbose) {
-		failed = run_range(lo, hi, 1, alarm, verbose, argv0, &sum, &max_converge);
+		failed = run_range(lo, hi, 1, mode, verbose, argv0, &sum, &max_converge);
 	} else {
 		/* Seeds are independent: split them round-robin over worker processes. */
 		pid_t pids[64];
@@ -512,7 +617,7 @@ static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, bool alarm, b
 				exit(2);
 			}
 			if (pids[j] == 0) {
-				unsigned f = run_range(lo + j, hi, jobs, alarm, false, argv0, &sum,
+				unsigned f = run_range(lo + j, hi, jobs, mode, false, argv0, &sum,
 						       &max_converge);
 
 				fflush(stdout);
@@ -531,7 +636,7 @@ static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, bool alarm, b
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("sim: %s seeds %llu-%llu: %llu run, %u failed, %.1f s", alarm ? "ALARM" : "FTFW",
+	printf("sim: %s seeds %llu-%llu: %llu run, %u failed, %.1f s", mode_names[mode],
 	       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)(hi - lo + 1),
 	       failed, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (jobs <= 1 || verbose)
@@ -550,7 +655,7 @@ int main(int argc, char **argv)
 	const char *seeds = getenv("SIM_SEEDS");
 	uint64_t lo = 1, hi = 1000;
 	unsigned jobs = 2, failed = 0;
-	bool verbose = false, alarm = false;
+	bool verbose = false, alarm = false, mixed = false;
 	long bulk = -1;
 	double loss = 0;
 	long n;
@@ -564,12 +669,16 @@ int main(int argc, char **argv)
 			verbose = true;
 		} else if (!strcmp(argv[i], "--alarm")) {
 			alarm = true;
+		} else if (!strcmp(argv[i], "--mixed")) {
+			mixed = true;
+		} else if (!strcmp(argv[i], "--no-bulk-on-new")) {
+			no_bulk_on_new = true;
 		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
 			bulk = atol(argv[++i]);
 		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
 			loss = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--alarm] [--seeds A-B|N] [--jobs N] [-v]\n"
+			fprintf(stderr, "usage: %s [--alarm|--mixed] [--no-bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
 				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
 			return 2;
 		}
@@ -586,11 +695,16 @@ int main(int argc, char **argv)
 	if (alarm) {
 		if (!seeds)
 			hi = ALARM_SEEDS;
-		return run_seeds(lo, hi, jobs, true, verbose, argv[0]) ? 1 : 0;
+		return run_seeds(lo, hi, jobs, MODE_ALARM, verbose, argv[0]) ? 1 : 0;
 	}
-	failed = run_seeds(lo, hi, jobs, false, verbose, argv[0]);
+	if (mixed) {
+		if (!seeds)
+			hi = MIXED_SEEDS;
+		return run_seeds(lo, hi, jobs, MODE_MIXED, verbose, argv[0]) ? 1 : 0;
+	}
+	failed = run_seeds(lo, hi, jobs, MODE_FTFW, verbose, argv[0]);
 	/* The default run (make check) covers ALARM too. */
 	if (!seeds)
-		failed += run_seeds(1, ALARM_SEEDS, jobs, true, verbose, argv[0]);
+		failed += run_seeds(1, ALARM_SEEDS, jobs, MODE_ALARM, verbose, argv[0]);
 	return failed ? 1 : 0;
 }
