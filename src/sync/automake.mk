@@ -13,8 +13,10 @@ tests_unit_check_ftfw_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_ftfw_LDADD = $(UNIT_LIBS)
 
 # The deterministic simulation: two and three endpoints over a lossy,
-# duplicating, reordering, truncating channel with restarts.  By default
-# it runs seeds 1-1000; by hand: tests/sim/sim --seeds 1-100000.
+# duplicating, reordering, truncating channel with restarts, and ctsyncd
+# against a model of conntrackd 1.4.7 (tests/sim/old147.c).  By default it
+# runs FTFW seeds 1-1000, ALARM 1-200 and the mixed pair 1-1000 (1.4.7 not
+# restarting); by hand: tests/sim/sim --seeds 1-100000, sim --mixed.
 check_PROGRAMS += tests/sim/sim
 TESTS += tests/sim/sim
 tests_sim_sim_SOURCES = tests/sim/sim.c tests/sim/channel.c tests/sim/channel.h \

@@ -156,7 +156,6 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 			return -EINVAL;         /* no user area */
 		}
 		memset(l, 0, sizeof(*l));
-		l->need_new = 1;        /* the peer may hold our previous process's copy */
 		/* ALARM: what the table holds is refreshed too; a dead entry's DEL goes first. */
 		if (e->alarm) {
 			if (flow_table_flags(internal, h) & FLOW_ENTRY_DEAD)
@@ -188,7 +187,7 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h)
 		return -ENOENT;
 	/* A life that may follow this death starts with CT_NEW (flow_type()). */
 	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
-		l->need_new = 1;
+		l->life_acked = 0;
 	switch (l->queue) {
 	case Q_TX:
 	case Q_RETX:
@@ -215,7 +214,7 @@ int ftfw_flow_loaded(struct ftfw *e, uint32_t h)
 
 	if (!l)
 		return -ENOENT;
-	l->need_new = 1;                /* the peer may hold our previous process's copy */
+	l->life_acked = 0;              /* the peer may hold our previous process's copy */
 	if (e->alarm && l->queue == Q_NONE && !(ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD))
 		ftfw_alarm_arm(e, h, l, e->now);
 	return 0;
@@ -284,7 +283,7 @@ static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 		e->ops.dead_acked(e->arg, h);   /* last: the owner deletes the entry */
 	else
-		l->need_new = 0;        /* the peer has a state of this life */
+		l->life_acked = 1;      /* the peer has a state of this life */
 }
 
 static bool all_acked(const struct ftfw *e, uint16_t acked)
@@ -468,18 +467,19 @@ void ftfw_soft_restart(struct ftfw *e)
 
 /*
  * §2.1: the type comes from the object's status at transmit time.
- * Deviation 19: CT_NEW, not CT_UPD, while the peer may hold a copy of an
- * earlier life of the flow (deleted and created again before our DEL was
- * acknowledged) or of our previous process (the start-up dump), until a
- * message of this life is acknowledged.  1.4.7 lays a CT_UPD over what it
- * has, and an attribute the new life lacks (labels, synproxy, NAT) would
- * stay; CT_NEW replaces the entry.
+ * Deviation 19: CT_NEW, not CT_UPD, until a message of the flow's present
+ * life has been acknowledged.  The peer may hold a copy of an earlier life
+ * (deleted and created again before our DEL arrived, or deleted while we
+ * were down, or our previous process's copy), and 1.4.7 lays a CT_UPD
+ * over what it has: an attribute the new life lacks (labels, synproxy,
+ * NAT, mark) would stay.  CT_NEW replaces the entry.  In NOTRACK and
+ * ALARM a message sent counts as acknowledged.
  */
 static uint8_t flow_type(unsigned flags, const struct ftfw_link *l)
 {
 	if (flags & FLOW_ENTRY_DEAD)
 		return WIRE_T_CT_DEL;
-	if ((flags & FLOW_ENTRY_UPDATED) && !(l && l->need_new))
+	if ((flags & FLOW_ENTRY_UPDATED) && l && l->life_acked)
 		return WIRE_T_CT_UPD;
 	return WIRE_T_CT_NEW;
 }
@@ -579,7 +579,7 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 		if (eflags & FLOW_ENTRY_DEAD) {
 			e->ops.dead_acked(e->arg, h);
 		} else {
-			l->need_new = 0;        /* best effort: sent is as good as acknowledged */
+			l->life_acked = 1;      /* best effort: sent is as good as acknowledged */
 			if (e->alarm)
 				ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
 		}

@@ -33,7 +33,7 @@ struct ftfw_link {
 	uint16_t acked;                 /* Q_RS: bit n = peer n acknowledged it */
 	uint8_t queue;                  /* enum ftfw_queue */
 	uint8_t hello : 1;              /* Q_RS: it went out flagged HELLO (see ack_one()) */
-	uint8_t need_new : 1;           /* CT_NEW until acknowledged (see flow_type()) */
+	uint8_t life_acked : 1;         /* a message of this life was acknowledged (flow_type()) */
 	uint64_t sent;                  /* Q_RS: `now` of the transmission; Q_WHEEL: the due tick */
 };
 _Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");
@@ -73,6 +73,10 @@ struct ftfw_peer {
 	bool in_hello;                  /* its last accepted message carried HELLO */
 	bool hello_over;                /* hello_end is meaningful */
 	uint32_t hello_end;             /* its first accepted message without HELLO */
+	uint32_t space_first;           /* the first number accepted in its present space */
+	uint64_t silence;               /* ms between its last message and the one before */
+	bool hello_resync_seen;         /* hello_resync is meaningful */
+	uint32_t hello_resync;          /* the number of its last RESYNC flagged HELLO */
 	bool ack_pending;
 	uint32_t last_seq;
 	uint32_t ack_from;

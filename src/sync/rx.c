@@ -36,6 +36,12 @@
  */
 #define OLD_RUN_MIN     4u
 #define OLD_RUN_MS      2000u
+/*
+ * A peer alive sends something every second (its ACK/ALIVE timer, §2.2):
+ * a silence this long before a RESYNC flagged HELLO, even one numbered
+ * among the old ones, means a new process (deviation 20, classify()).
+ */
+#define RESTART_SILENCE_MS 2500u
 
 /*
  * Send each ACK once more this long after (deviation 11): late enough to
@@ -93,6 +99,7 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 {
 	uint16_t bit = (uint16_t)(1u << peer);
 
+	p->silence = p->known && now > p->last_heard ? now - p->last_heard : 0;
 	p->last_heard = now;
 	e->heard_since_rto = true;
 	if (!p->known) {
@@ -140,13 +147,34 @@ static enum rx_class classify_old(struct ftfw_peer *p, uint64_t now)
 	return RX_OLD;
 }
 
-static enum rx_class classify(struct ftfw_peer *p, const struct wire_hdr *h, uint64_t now)
+static enum rx_class classify(struct ftfw_peer *p, const struct wire_msg *m, uint64_t now)
 {
+	const struct wire_hdr *h = &m->hdr;
 	int64_t d;
 
 	if (!p->init)
 		return RX_FIRST;
 	d = (int32_t)(h->seq - p->last_seq);
+	/*
+	 * Deviation 20: a RESYNC request flagged HELLO is the StartupResync of
+	 * a process in its handshake, its first message.  One numbered at or
+	 * after the first number we took in the present space (and not a
+	 * copy of the one we took) comes from a new process, even one that
+	 * looks like the handshake going on: 1.4.7 killed before it heard our
+	 * HELLO_BACK and restarted, its time(NULL) counter near where the old
+	 * one stopped.  Unrecognised, the restart would leave 1.4.7's empty
+	 * external cache without our table, and our copy of its states
+	 * without the DELs it lost.  A request of the present process that
+	 * arrives late is numbered before what we took, and comes amid its
+	 * traffic; numbered before and after a silence longer than 1.4.7's
+	 * one-second timer leaves (RESTART_SILENCE_MS), it is a new process's.
+	 * (A -n typed on 1.4.7 during its handshake is taken for a restart:
+	 * a resync both ways.)
+	 */
+	if (m->kind == WIRE_K_RESYNC && (h->flags & WIRE_F_HELLO) &&
+	    (!seq_before(h->seq, p->space_first) || p->silence >= RESTART_SILENCE_MS) &&
+	    !(p->hello_resync_seen && h->seq == p->hello_resync))
+		return RX_RESTART;
 	if (h->flags & WIRE_F_HELLO) {
 		/*
 		 * §2.3 step 1 resets on every HELLO.  We reset only on a HELLO
@@ -541,7 +569,11 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		update_hello_phase(e);
 	}
 
-	cls = classify(p, h, now);
+	cls = classify(p, m, now);
+	if (m->kind == WIRE_K_RESYNC && (h->flags & WIRE_F_HELLO)) {
+		p->hello_resync_seen = true;
+		p->hello_resync = h->seq;
+	}
 	if (cls == RX_OLD) {
 		/* §2.3: dropped, nothing sent, last_seq kept [verified]. */
 		p->seq_before++;
@@ -580,8 +612,10 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		return 0;
 	}
 	p->old_run = 0;
-	if (cls == RX_FIRST)
+	if (cls == RX_FIRST) {
 		new_run(p, h->seq);
+		p->space_first = h->seq;
+	}
 	if (cls == RX_GAP)
 		gap(e, p, h->seq, counts_for_window(m), now);
 	else

@@ -16,7 +16,7 @@
  * table of every other node must equal that node's kernel, field by
  * field, as must each internal table.
  *
- * Usage: sim [--alarm | --mixed] [--no-bulk-on-new] [--seeds A-B | --seeds N] [--jobs N] [-v]
+ * Usage: sim [--alarm | --mixed [--stable-old]] [--no-bulk-on-new] [--seeds A-B | --seeds N] [--jobs N] [-v]
  *        (or SIM_SEEDS=A-B in the environment).  Default: seeds 1-1000,
  *        split over one process per CPU.  A failing seed prints the
  *        command that reproduces it; SIM_TRACE=1 logs its daemon starts,
@@ -36,8 +36,8 @@
  * flow is resent every few simulated seconds for up to a minute), hence
  * fewer by default.
  *
- * MIXED (--mixed, seeds 1-1000 unless --seeds; not part of the default
- * run yet, see below): two nodes, node 0 running the engine and node 1
+ * MIXED (--mixed, seeds 1-1000 unless --seeds; in the default run with
+ * --stable-old, see below): two nodes, node 0 running the engine and node 1
  * a model of conntrackd 1.4.7's FTFW endpoint (old147.c, §2 of the
  * facts), over the same channel, kernels, churn and restarts of either
  * side; the model has its own ResendQueueSize (sometimes 16-512) and
@@ -51,19 +51,26 @@
  * HELLO) or were never NACKed to it, provided ctsyncd never took that
  * transmission (see excused() in node.c).  -v shows what was excused.
  *
- * The mixed seeds stay out of the default run while they find failures
- * in ctsyncd (see the report on branch h/sim147).  Before commit
- * dbb1540 a 1.4.7 peer that started while ctsyncd was down, or whose
- * StartupResync request was lost, never got ctsyncd's table (the
- * daemon sent it unasked only to a peer it saw restart; node.c now
- * follows replication.c and sends it on FTFW_PEER_NEW too;
- * --no-bulk-on-new shows the old behaviour).  Still: a flow re-created
- * and updated before its CT_NEW went out is sent as CT_UPD, which 1.4.7
- * lays over its copy of the flow's previous life; a 1.4.7 restarted
- * during its handshake, whose time(NULL) counter starts below its
- * previous one, is not recognised; and a HELLO message of ours delayed
- * behind later ones rewinds 1.4.7's receiver (§2.3 step 1), which then
- * takes an older state of ours over a newer one, a DEL included.
+ * The default run has seeds 1-1000 of MIXED with --stable-old: only
+ * ctsyncd restarts; 1.4.7 runs throughout.  (There, seeds 1-20000 all
+ * pass.)  With 1.4.7 restarts too (--mixed alone), about one seed in
+ * 2500 still fails, each time a 1.4.7 restarted while still in its
+ * HELLO handshake, under heavy loss or reordering, whose restart ctsyncd
+ * does not recognise: its time(NULL) counter starts among the numbers
+ * of its previous process, and its one StartupResync request is lost or
+ * taken for an old message (seeds 982, 1849, 2477, 5437, 11036, 11331,
+ * 16378, 17253 of 1-20000).  What --mixed found and ctsyncd fixed:
+ * before dbb1540, a 1.4.7 that started while ctsyncd was down, or
+ * whose StartupResync request was lost, never got ctsyncd's table
+ * (--no-bulk-on-new shows it); before deviation 19 (ftfw.c) a flow
+ * re-created, or loaded at start-up, and updated before a message of it
+ * was acknowledged went out as CT_UPD, which 1.4.7 lays over its copy
+ * of the flow's previous life; before deviation 20 (rx.c) a 1.4.7
+ * restarted during its handshake was recognised even less often.  Not
+ * fixed: a HELLO message of ours delayed behind later ones rewinds
+ * 1.4.7's receiver (§2.3 step 1), which then takes an older state of
+ * ours over a newer one (reordering, which a dedicated link rarely
+ * does; deviation 18 keeps bulk sends out of the handshake).
  * Diagnosis aids: SIM_TRACE_KEY=<source address> follows one flow,
  * SIM_TRACE_OLD=1 logs control messages and the model's decisions,
  * SIM_OLD_UPD_REPLACES=1 makes the model replace on CT_UPD (not 1.4.7).
@@ -95,6 +102,7 @@ enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
 static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
 
 static bool no_bulk_on_new;             /* --no-bulk-on-new (node.c) */
+static bool stable_old;                 /* --stable-old: in MIXED only ctsyncd restarts */
 
 struct scenario {
 	unsigned nodes;
@@ -179,6 +187,8 @@ static void draw_scenario(struct rng *r, uint64_t seed, enum sim_mode mode, stru
 		/* Down longer than any datagram stays in the channel (< 50 ms). */
 		sc->restarts[i].at = 2000 + rng_range(r, 0, sc->churn_ms);
 		sc->restarts[i].node = rng_below(r, sc->nodes);
+		if (mode == MODE_MIXED && stable_old)
+			sc->restarts[i].node = 0;
 		sc->restarts[i].down_ms = rng_range(r, 200, 4000);
 	}
 }
@@ -573,7 +583,8 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, enum sim_m
 			printf("FAIL %sseed %llu: %s\n  reproduce: %s%s --seeds %llu -v\n",
 			       mode == MODE_ALARM ? "ALARM " : mode == MODE_MIXED ? "MIXED " : "",
 			       (unsigned long long)seed, why, argv0,
-			       mode == MODE_ALARM ? " --alarm" : mode == MODE_MIXED ? " --mixed" : "",
+			       mode == MODE_ALARM ? " --alarm" : mode != MODE_MIXED ? "" :
+			       stable_old ? " --mixed --stable-old" : " --mixed",
 			       (unsigned long long)seed);
 			fflush(stdout);
 		}
@@ -671,6 +682,8 @@ int main(int argc, char **argv)
 			alarm = true;
 		} else if (!strcmp(argv[i], "--mixed")) {
 			mixed = true;
+		} else if (!strcmp(argv[i], "--stable-old")) {
+			stable_old = true;
 		} else if (!strcmp(argv[i], "--no-bulk-on-new")) {
 			no_bulk_on_new = true;
 		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
@@ -678,7 +691,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
 			loss = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--alarm|--mixed] [--no-bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
+			fprintf(stderr, "usage: %s [--alarm|--mixed [--stable-old]] [--no-bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
 				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
 			return 2;
 		}
@@ -703,8 +716,14 @@ int main(int argc, char **argv)
 		return run_seeds(lo, hi, jobs, MODE_MIXED, verbose, argv[0]) ? 1 : 0;
 	}
 	failed = run_seeds(lo, hi, jobs, MODE_FTFW, verbose, argv[0]);
-	/* The default run (make check) covers ALARM too. */
-	if (!seeds)
+	/*
+	 * The default run (make check) covers ALARM too, and the mixed pair
+	 * with a 1.4.7 that does not restart (see MIXED above).
+	 */
+	if (!seeds) {
 		failed += run_seeds(1, ALARM_SEEDS, jobs, MODE_ALARM, verbose, argv[0]);
+		stable_old = true;
+		failed += run_seeds(1, MIXED_SEEDS, jobs, MODE_MIXED, verbose, argv[0]);
+	}
 	return failed ? 1 : 0;
 }

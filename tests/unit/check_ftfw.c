@@ -963,32 +963,66 @@ END_TEST
 /*
  * A restarted 1.4.7 starts its counter at time(NULL), often below where
  * its previous process stopped, and still saying HELLO as that process
- * was: we cannot tell it from a delayed message and drop its numbers as
- * old until classify_old() sees the restart.  Its StartupResync request
- * is among them, sent once; it must still be answered.
+ * was.  Its StartupResync request, sent once, must be answered.  Numbered
+ * at or after the first number of the present space, it can only be a new
+ * process's first message: a restart (deviation 20).  Numbered before, we
+ * cannot tell it from a delayed message and drop it as old until
+ * classify_old() sees the restart; the request is answered all the same.
  */
 START_TEST(old_numbered_resync_request_is_answered)
 {
 	size_t d;
 
-	h_setup();
-	for (uint32_t i = 0; i < 20; i++)
-		feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S + i, 0, 0);
-	for (uint32_t i = 0; i < 5; i++)
-		put_flow(i, i);
-	h_send();
-	d = H.nout;
-	feed_ctl(WIRE_F_HELLO | WIRE_F_RESYNC, S + 5, 0, 0);
-	EXPECT_EQ("dropped as before", 1, stats().seq_before);
-	EXPECT_EQ("restarts", 0, stats().peer_restarts);
-	h_send();
-	/* Deviation 18: the bulk waits for the peer's answer to our HELLO. */
-	EXPECT_EQ("no bulk while we say HELLO", 0, count_kind(d, WIRE_K_DATA));
-	feed_ctl(WIRE_F_HELLO | WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S + 6, 0, 0);
-	h_send();
-	EXPECT_EQ("data messages of the bulk", 5, count_kind(d, WIRE_K_DATA));
-	EXPECT_EQ("RESYNC requests counted", 1, stats().resync_recv);
-	h_teardown();
+	for (int below = 0; below <= 1; below++) {
+		uint32_t base = below ? S + 10 : S;
+
+		h_setup();
+		for (uint32_t i = 0; i < 20; i++)
+			feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, base + i, 0, 0);
+		for (uint32_t i = 0; i < 5; i++)
+			put_flow(i, i);
+		h_send();
+		d = H.nout;
+		feed_ctl(WIRE_F_HELLO | WIRE_F_RESYNC, S + 5, 0, 0);
+		EXPECT_EQ("dropped as before", below ? 1 : 0, stats().seq_before);
+		EXPECT_EQ("restarts", below ? 0 : 1, stats().peer_restarts);
+		h_send();
+		/*
+		 * Deviation 18: the bulk waits for the peer's answer to our
+		 * HELLO.  A restart sends what was in flight again at once.
+		 */
+		EXPECT_EQ("before the answer to our HELLO", below ? 0 : 5, count_kind(d, WIRE_K_DATA));
+		d = H.nout;
+		feed_ctl(WIRE_F_HELLO | WIRE_F_HELLO_BACK | WIRE_F_ALIVE, S + 6, 0, 0);
+		h_send();
+		EXPECT_EQ("data messages of the bulk", 5, count_kind(d, WIRE_K_DATA));
+		EXPECT_EQ("RESYNC requests counted", 1, stats().resync_recv);
+		/* A copy of the same request is no second restart. */
+		feed_ctl(WIRE_F_HELLO | WIRE_F_RESYNC, S + 5, 0, 0);
+		EXPECT_EQ("restarts after a copy", below ? 0 : 1, stats().peer_restarts);
+		h_teardown();
+	}
+}
+END_TEST
+
+/*
+ * Deviation 20: a RESYNC flagged HELLO numbered among the old ones, but
+ * after a silence no live 1.4.7 keeps (its timer speaks every second), is
+ * a new process's: a restart.  Amid the peer's traffic it is dropped as
+ * old (a late copy), and only answered.
+ */
+START_TEST(resync_hello_after_a_silence_is_a_restart)
+{
+	for (int silent = 0; silent <= 1; silent++) {
+		h_setup();
+		for (uint32_t i = 0; i < 20; i++)
+			feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S + 10 + i, 0, 0);
+		h_advance(silent ? 3000 : 500);
+		feed_ctl(WIRE_F_HELLO | WIRE_F_RESYNC, S + 5, 0, 0);
+		EXPECT_EQ("restarts", silent ? 1 : 0, stats().peer_restarts);
+		EXPECT_EQ("RESYNC requests counted", 1, stats().resync_recv);
+		h_teardown();
+	}
 }
 END_TEST
 
@@ -1295,7 +1329,7 @@ START_TEST(only_the_latest_state_is_sent)
 	h_send();
 	EXPECT_EQ("messages", 2, count_kind(0, WIRE_K_DATA));
 	EXPECT_EQ("state", 10, out_mark(&H.out[1]));
-	EXPECT_EQ("type", WIRE_T_CT_UPD, H.out[1].hdr.type);
+	EXPECT_EQ("type: CT_NEW, nothing of it acknowledged yet (deviation 19)", WIRE_T_CT_NEW, H.out[1].hdr.type);
 	/* A NACK of the abandoned message resends nothing. */
 	feed_ctl(WIRE_F_NACK, S + 2, H.out[0].hdr.seq, H.out[0].hdr.seq);
 	h_send();
@@ -2240,6 +2274,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
 	tcase_add_test(hello, old_numbered_resync_request_is_answered);
+	tcase_add_test(hello, resync_hello_after_a_silence_is_a_restart);
 	tcase_add_test(hello, acked_hello_messages_are_sent_again_without_hello);
 	tcase_add_test(hello, resync_request_waits_for_the_end_of_our_hello);
 	suite_add_tcase(s, hello);
