@@ -129,6 +129,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->last_tx = now;
 	e->last_hello_tx = now;
 	e->hello_phase = !e->notrack;
+	e->hello_since = now;
 	/*
 	 * Deviation 15: 1.4.7 says its first HELLO (0x30) a timer period
 	 * after it starts, and answers a HELLO on its next message, up to a
@@ -336,6 +337,8 @@ static bool seq_in(uint32_t s, uint32_t from, uint32_t to)
  */
 #define FAST_LEAD_MS    20u
 #define FAST_WAIT_MS    100u
+/* The longest a RESYNC request or a bulk send waits for the end of our HELLO (hello_holds()). */
+#define HELLO_HOLD_MS   5000u
 
 static bool overdue(const struct ftfw *e, const struct ftfw_link *l)
 {
@@ -458,6 +461,7 @@ void ftfw_soft_restart(struct ftfw *e)
 	ftfw_requeue_inflight(e);
 	e->seq += SOFT_RESTART_JUMP;
 	e->hello_phase = true;
+	e->hello_since = e->now;
 	e->hello_done = 0;
 	e->released = false;
 	e->st.soft_restarts++;
@@ -597,13 +601,21 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 }
 
 /*
- * Deviation 18 for a bulk send: it waits for the end of our HELLO
- * handshake, as a RESYNC request does.  Sent flagged HELLO, every message
- * of it would be sent twice to 1.4.7 (deviation 14).
+ * Deviation 18: a RESYNC request and a bulk send wait for the end of our
+ * HELLO handshake (see ftfw_request_resync()); sent flagged HELLO, every
+ * message of a bulk would go twice to 1.4.7 (deviation 14).  Not longer
+ * than HELLO_HOLD_MS: a peer that never answers (the same node heard over
+ * a second link, whose first one is down, is a second peer to us) must
+ * not hold them for ever.
  */
+static bool hello_holds(const struct ftfw *e)
+{
+	return e->hello_phase && e->now < e->hello_since + HELLO_HOLD_MS;
+}
+
 static bool bulk_may_run(const struct ftfw *e)
 {
-	return e->bulk && !e->hello_phase;
+	return e->bulk && !hello_holds(e);
 }
 
 /* Queue the next slice of the bulk walk; false once the walk is over. */
@@ -656,7 +668,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 	bool stalled = false;
 
 	e->now = max_u64(e->now, now);
-	if (e->resync == RESYNC_PENDING && !e->hello_phase && left >= WIRE_CTL_RANGE_LEN) {
+	if (e->resync == RESYNC_PENDING && !hello_holds(e) && left >= WIRE_CTL_RANGE_LEN) {
 		/* §1.2: a RESYNC request has from = to = 0. */
 		e->resync_seq = e->seq;
 		e->resync_sent = now;
@@ -702,7 +714,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 
 bool ftfw_send_ready(const struct ftfw *e)
 {
-	if (e->resync == RESYNC_PENDING && !e->hello_phase)
+	if (e->resync == RESYNC_PENDING && !hello_holds(e))
 		return true;
 	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !bulk_may_run(e))
 		return false;

@@ -115,6 +115,7 @@ struct ftfw {
 
 	/* HELLO (§2.4), per peer: see rx.c */
 	bool hello_phase;               /* we say HELLO on every message */
+	uint64_t hello_since;           /* `now` when the HELLO phase began */
 	bool gap_in_hello;              /* a peer's message was lost while we said HELLO */
 	bool hello_back_pending;        /* set HELLO_BACK on our next message */
 	bool alive_now;                 /* send an ALIVE at the next tick unless something goes first */

@@ -114,8 +114,10 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		 * take it for a restart of ours: a resync too many, in a
 		 * multicast group only).
 		 */
-		if (!e->notrack)
+		if (!e->notrack && !e->hello_phase) {
 			e->hello_phase = true;
+			e->hello_since = now;
+		}
 		ftfw_members_changed(e, e->members | bit);
 		if (e->released)
 			ftfw_soft_restart(e);
@@ -622,10 +624,18 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		in_sync(e, p, h->seq, counts_for_window(m), now);
 	p->last_seq = h->seq;
 	p->init = true;
-	p->in_hello = (h->flags & WIRE_F_HELLO) != 0;
-	if (!p->in_hello && !p->hello_over) {
-		p->hello_over = true;
-		p->hello_end = h->seq;
+	/*
+	 * Whether it still says HELLO.  Our ACKs and NACKs never do (ftfw.c):
+	 * one of them between a ctsyncd peer's HELLO messages is no sign that
+	 * its handshake is over, and taken for one, its next HELLO would look
+	 * like a restart (the HELLO branch of classify()).
+	 */
+	if ((h->flags & WIRE_F_HELLO) || (m->kind != WIRE_K_ACK && m->kind != WIRE_K_NACK)) {
+		p->in_hello = (h->flags & WIRE_F_HELLO) != 0;
+		if (!p->in_hello && !p->hello_over) {
+			p->hello_over = true;
+			p->hello_end = h->seq;
+		}
 	}
 	return 0;
 }

@@ -1026,6 +1026,44 @@ START_TEST(resync_hello_after_a_silence_is_a_restart)
 }
 END_TEST
 
+/*
+ * Deviation 18's wait has a bound: a peer that never answers our HELLO
+ * (the same node over a second link whose first one is down is a second
+ * peer) must not hold a RESYNC request for ever.
+ */
+START_TEST(resync_request_waits_for_hello_only_so_long)
+{
+	h_setup();
+	ftfw_request_resync(H.e);
+	h_advance(1000);
+	h_send();
+	REQUIRE(!find_kind(0, WIRE_K_RESYNC), "held while we say HELLO");
+	h_advance(5000);
+	h_send();
+	REQUIRE(find_kind(0, WIRE_K_RESYNC), "sent once the wait is over");
+	h_teardown();
+}
+END_TEST
+
+/*
+ * A ctsyncd peer in its handshake flags its data and ALIVEs HELLO, never
+ * its ACKs: an ACK between them is not the end of its handshake, and the
+ * next HELLO message no restart.
+ */
+START_TEST(ack_without_hello_amid_a_peers_handshake_is_no_restart)
+{
+	h_setup();
+	feed_data(WIRE_F_HELLO, 900, 1, 1);
+	feed_ctl(WIRE_F_ACK, 901, 0, 0);
+	feed_data(WIRE_F_HELLO, 902, 2, 1);
+	feed_ctl(WIRE_F_NACK, 903, 0, 0);
+	feed_data(WIRE_F_HELLO, 904, 3, 1);
+	EXPECT_EQ("restarts", 0, stats().peer_restarts);
+	EXPECT_EQ("states applied", 3, H.napplied);
+	h_teardown();
+}
+END_TEST
+
 /* ---- ACK window (§2.3) -------------------------------------------------------------------- */
 
 /*
@@ -2275,6 +2313,8 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
 	tcase_add_test(hello, old_numbered_resync_request_is_answered);
 	tcase_add_test(hello, resync_hello_after_a_silence_is_a_restart);
+	tcase_add_test(hello, resync_request_waits_for_hello_only_so_long);
+	tcase_add_test(hello, ack_without_hello_amid_a_peers_handshake_is_no_restart);
 	tcase_add_test(hello, acked_hello_messages_are_sent_again_without_hello);
 	tcase_add_test(hello, resync_request_waits_for_the_end_of_our_hello);
 	suite_add_tcase(s, hello);
