@@ -61,12 +61,19 @@ struct replication {
 
 /*
  * Peers are told apart by address only: conntrackd sends from an unbound
- * socket, so its source port changes with every restart.
+ * socket, so its source port changes with every restart.  Over UDP and
+ * TCP there is one peer, whatever link it sends on: redundant links give
+ * it one address per link, and taken for two peers, the one behind a
+ * link that went down would never acknowledge anything again (nor answer
+ * our HELLO), and the other would see us restart.
  */
 static int peer_id(struct replication *r, const struct sockaddr *src)
 {
 	uint8_t addr[16] = { 0 };
 	int family = src ? src->sa_family : AF_UNSPEC;
+
+	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST)
+		return 0;
 
 	if (family == AF_INET)
 		memcpy(addr, &((const struct sockaddr_in *)src)->sin_addr, 4);

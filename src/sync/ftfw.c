@@ -604,13 +604,12 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
  * Deviation 18: a RESYNC request and a bulk send wait for the end of our
  * HELLO handshake (see ftfw_request_resync()); sent flagged HELLO, every
  * message of a bulk would go twice to 1.4.7 (deviation 14).  Not longer
- * than HELLO_HOLD_MS: a peer that never answers (the same node heard over
- * a second link, whose first one is down, is a second peer to us) must
- * not hold them for ever.
+ * than HELLO_HOLD_MS after a peer was first heard: one that never
+ * answers must not hold them for ever.  With no peer known they wait.
  */
 static bool hello_holds(const struct ftfw *e)
 {
-	return e->hello_phase && e->now < e->hello_since + HELLO_HOLD_MS;
+	return e->hello_phase && (!e->members || e->now < e->hello_since + HELLO_HOLD_MS);
 }
 
 static bool bulk_may_run(const struct ftfw *e)

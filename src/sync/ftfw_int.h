@@ -75,6 +75,7 @@ struct ftfw_peer {
 	uint32_t hello_end;             /* its first accepted message without HELLO */
 	uint32_t space_first;           /* the first number accepted in its present space */
 	uint64_t silence;               /* ms between its last message and the one before */
+	bool acks_say_hello;            /* its ACKs/NACKs were flagged HELLO once (1.4.7 does) */
 	bool hello_resync_seen;         /* hello_resync is meaningful */
 	uint32_t hello_resync;          /* the number of its last RESYNC flagged HELLO */
 	bool ack_pending;

@@ -114,9 +114,9 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		 * take it for a restart of ours: a resync too many, in a
 		 * multicast group only).
 		 */
-		if (!e->notrack && !e->hello_phase) {
+		if (!e->notrack) {
 			e->hello_phase = true;
-			e->hello_since = now;
+			e->hello_since = now;   /* deviation 18 waits from here */
 		}
 		ftfw_members_changed(e, e->members | bit);
 		if (e->released)
@@ -628,9 +628,14 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	 * Whether it still says HELLO.  Our ACKs and NACKs never do (ftfw.c):
 	 * one of them between a ctsyncd peer's HELLO messages is no sign that
 	 * its handshake is over, and taken for one, its next HELLO would look
-	 * like a restart (the HELLO branch of classify()).
+	 * like a restart (the HELLO branch of classify()).  1.4.7 flags them
+	 * as the rest: once an ACK or NACK of the peer said HELLO, its ACKs
+	 * tell.
 	 */
-	if ((h->flags & WIRE_F_HELLO) || (m->kind != WIRE_K_ACK && m->kind != WIRE_K_NACK)) {
+	if ((h->flags & WIRE_F_HELLO) && (m->kind == WIRE_K_ACK || m->kind == WIRE_K_NACK))
+		p->acks_say_hello = true;
+	if ((h->flags & WIRE_F_HELLO) || p->acks_say_hello ||
+	    (m->kind != WIRE_K_ACK && m->kind != WIRE_K_NACK)) {
 		p->in_hello = (h->flags & WIRE_F_HELLO) != 0;
 		if (!p->in_hello && !p->hello_over) {
 			p->hello_over = true;

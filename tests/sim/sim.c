@@ -54,12 +54,12 @@
  * The default run has seeds 1-1000 of MIXED with --stable-old: only
  * ctsyncd restarts; 1.4.7 runs throughout.  (There, seeds 1-20000 all
  * pass.)  With 1.4.7 restarts too (--mixed alone), about one seed in
- * 2500 still fails, each time a 1.4.7 restarted while still in its
- * HELLO handshake, under heavy loss or reordering, whose restart ctsyncd
- * does not recognise: its time(NULL) counter starts among the numbers
- * of its previous process, and its one StartupResync request is lost or
- * taken for an old message (seeds 982, 1849, 2477, 5437, 11036, 11331,
- * 16378, 17253 of 1-20000).  What --mixed found and ctsyncd fixed:
+ * 2000 still fails, each time a 1.4.7 restarted soon after its start,
+ * under heavy loss or reordering, whose restart ctsyncd does not
+ * recognise: its time(NULL) counter starts among the numbers of its
+ * previous process, and its one StartupResync request is lost or taken
+ * for an old message (seeds 982, 1849, 2477, 4429, 5437, 9406, 11036,
+ * 11331, 14435, 16378, 17253 of 1-20000).  What --mixed found and ctsyncd fixed:
  * before dbb1540, a 1.4.7 that started while ctsyncd was down, or
  * whose StartupResync request was lost, never got ctsyncd's table
  * (--no-bulk-on-new shows it); before deviation 19 (ftfw.c) a flow

@@ -1034,6 +1034,7 @@ END_TEST
 START_TEST(resync_request_waits_for_hello_only_so_long)
 {
 	h_setup();
+	feed_ctl(WIRE_F_ALIVE, 100, 0, 0);              /* a peer that does not answer our HELLO */
 	ftfw_request_resync(H.e);
 	h_advance(1000);
 	h_send();
