@@ -228,6 +228,7 @@ static void restart(struct ftfw *e, unsigned peer, struct ftfw_peer *p)
 	p->rep_len = 0;
 	p->window = window_size(e);
 	p->old_run = 0;
+	p->acks_say_hello = false;      /* the new process may be another daemon (an upgrade) */
 	ftfw_requeue_inflight(e);
 	event(e, peer, FTFW_PEER_RESTARTED);
 }
