@@ -59,7 +59,7 @@
  * recognise: its time(NULL) counter starts among the numbers of its
  * previous process, and its one StartupResync request is lost or taken
  * for an old message (seeds 982, 1849, 2477, 4429, 5437, 9406, 11036,
- * 11331, 14435, 16378, 17253 of 1-20000).  What --mixed found and ctsyncd fixed:
+ * 11331, 14435, 16378, 17253, 19630 of 1-20000).  What --mixed found and ctsyncd fixed:
  * before dbb1540, a 1.4.7 that started while ctsyncd was down, or
  * whose StartupResync request was lost, never got ctsyncd's table
  * (--no-bulk-on-new shows it); before deviation 19 (ftfw.c) a flow
