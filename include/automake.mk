@@ -4,6 +4,4 @@ noinst_HEADERS = \
 	include/config.h \
 	include/control_proto.h \
 	include/control_server.h \
-	include/log.h \
-	include/loop.h \
 	include/report.h

@@ -51,6 +51,18 @@ int loop_signal(struct loop *loop, int signo, loop_signal_fn fn, void *arg);
 
 /* Run `fn` before every sleep, in registration order. */
 int loop_before_sleep(struct loop *loop, loop_hook_fn fn, void *arg);
+/*
+ * Run `fn` before every sleep after all loop_before_sleep() hooks: the
+ * place for a sink that other hooks may still fill (the netlink writer).
+ */
+int loop_flush_hook(struct loop *loop, loop_hook_fn fn, void *arg);
+/* Remove the hook registered with `fn` and `arg` (safe from inside it). */
+void loop_hook_remove(struct loop *loop, loop_hook_fn fn, void *arg);
+/*
+ * The coming wait returns at once: for a hook that still has output after
+ * its flush (more was queued meanwhile) and must run again without sleeping.
+ */
+void loop_wake(struct loop *loop);
 
 /* Monotonic time in milliseconds, as the loop sees it (cached per iteration). */
 uint64_t loop_now_ms(const struct loop *loop);

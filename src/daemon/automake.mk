@@ -1,13 +1,11 @@
-# The daemon: event loop, logging, lock file, service notification, the
-# control requests it answers itself, and start-up/shutdown.
+# The daemon: start-up, signals, the lock file, service notification and
+# the wiring of the modules.
 libctsyncd_a_SOURCES += \
 	src/daemon/caches.c src/daemon/caches.h \
 	src/daemon/expects.c src/daemon/expects.h \
 	src/daemon/stats_log.c src/daemon/stats_log.h \
 	src/daemon/daemon.c src/daemon/daemon.h \
 	src/daemon/lockfile.c src/daemon/lockfile.h \
-	src/daemon/log.c \
-	src/daemon/loop.c \
 	src/daemon/notify.c src/daemon/notify.h \
 	src/daemon/replication.c src/daemon/replication.h \
 	src/daemon/requests.c src/daemon/requests.h

@@ -66,7 +66,6 @@ struct kernel_writer {
 	struct req_rec *recs;
 	unsigned nrec, maxrec;
 	uint32_t first_seq, next_seq;
-	struct loop_timer *flush_timer;
 
 	struct err_rec *errq;
 	size_t nerr, errcap;
@@ -252,17 +251,24 @@ int kernel_writer_flush(struct kernel_writer *w)
 {
 	int err = send_batch(w);
 
-	if (loop_timer_armed(w->flush_timer))
-		loop_timer_disarm(w->flush_timer);
 	deliver(w);
 	return err;
 }
 
-static void on_flush_timer(struct loop *loop, struct loop_timer *t, void *arg)
+/*
+ * What was put during this iteration goes out before the loop sleeps,
+ * after every other hook has had its say.  A failure callback may put
+ * again (an update in place after EEXIST): that batch goes out in the
+ * next iteration, which then does not wait.
+ */
+static void before_sleep(struct loop *loop, void *arg)
 {
-	(void)loop;
-	(void)t;
-	kernel_writer_flush(arg);
+	struct kernel_writer *w = arg;
+
+	if (w->len || w->nerr)
+		kernel_writer_flush(w);
+	if (w->len || w->nerr)
+		loop_wake(loop);
 }
 
 /* One request for a flow, or for an expectation when `x` is set. */
@@ -305,9 +311,7 @@ static int put_plain(struct kernel_writer *w, enum kernel_op op, const struct fl
 {
 	int err = put_kind(w, op, ff, x, timeout, cookie, REQ_PLAIN);
 
-	/* Sent at the end of this loop iteration (timers run after the fd events). */
-	if (w->len && !loop_timer_armed(w->flush_timer))
-		loop_timer_arm(w->flush_timer, 0);
+	/* Sent by before_sleep() at the end of this loop iteration. */
 	if (!w->delivering && w->nerr)
 		deliver(w);
 	return err;
@@ -471,9 +475,8 @@ struct kernel_writer *kernel_writer_new(struct loop *loop, const struct kernel_w
 	w->arg = arg;
 	w->buf = malloc(batch);
 	w->recs = calloc(w->maxrec, sizeof(*w->recs));
-	w->flush_timer = loop_timer_new(loop, on_flush_timer, w);
 	w->job_timer = loop_timer_new(loop, on_job_timer, w);
-	if (!w->buf || !w->recs || !w->flush_timer || !w->job_timer) {
+	if (!w->buf || !w->recs || !w->job_timer || loop_flush_hook(loop, before_sleep, w) < 0) {
 		e = -ENOMEM;
 		goto fail;
 	}
@@ -512,7 +515,7 @@ struct kernel_writer *kernel_writer_new(struct loop *loop, const struct kernel_w
 fail:
 	if (w->nl)
 		mnl_socket_close(w->nl);
-	loop_timer_free(w->flush_timer);
+	loop_hook_remove(loop, before_sleep, w);
 	loop_timer_free(w->job_timer);
 	free(w->recs);
 	free(w->buf);
@@ -528,7 +531,7 @@ void kernel_writer_free(struct kernel_writer *w)
 	kernel_writer_cancel(w);
 	kernel_writer_flush(w);
 	mnl_socket_close(w->nl);
-	loop_timer_free(w->flush_timer);
+	loop_hook_remove(w->loop, before_sleep, w);
 	loop_timer_free(w->job_timer);
 	free(w->errq);
 	free(w->recs);

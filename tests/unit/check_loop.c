@@ -192,6 +192,62 @@ START_TEST(before_sleep_hook_runs_every_iteration_and_stop_ends_run)
 }
 END_TEST
 
+static void on_flush_hook(struct loop *loop, void *arg)
+{
+	trace_add(arg, "F");
+}
+
+static void on_hook_b(struct loop *loop, void *arg)
+{
+	trace_add(arg, "b");
+}
+
+static void on_self_removing_hook(struct loop *loop, void *arg)
+{
+	trace_add(arg, "r");
+	loop_hook_remove(loop, on_self_removing_hook, arg);
+}
+
+START_TEST(flush_hooks_run_after_every_other_hook)
+{
+	struct loop *loop = loop_new();
+	struct trace t = { 0 };
+
+	/* Registered first, it still runs last. */
+	ck_assert_int_eq(loop_flush_hook(loop, on_flush_hook, &t), 0);
+	ck_assert_int_eq(loop_before_sleep(loop, on_hook, &t), 0);
+	ck_assert_int_eq(loop_before_sleep(loop, on_self_removing_hook, &t), 0);
+	ck_assert_int_eq(loop_before_sleep(loop, on_hook_b, &t), 0);
+	ck_assert_int_eq(loop_run_once(loop, 0), 0);
+	ck_assert_int_eq(loop_run_once(loop, 0), 0);
+	ck_assert_msg(strcmp(t.log, "hrbFhbF") == 0, "expected 'hrbFhbF', got '%s'", t.log);
+	loop_hook_remove(loop, on_flush_hook, &t);
+	ck_assert_int_eq(loop_run_once(loop, 0), 0);
+	ck_assert_msg(strcmp(t.log, "hrbFhbFhb") == 0, "a removed hook ran: '%s'", t.log);
+	loop_free(loop);
+}
+END_TEST
+
+static void on_waking_hook(struct loop *loop, void *arg)
+{
+	loop_wake(loop);
+}
+
+START_TEST(wake_makes_the_coming_wait_return_at_once)
+{
+	struct loop *loop = loop_new();
+	uint64_t before;
+
+	ck_assert_int_eq(loop_before_sleep(loop, on_waking_hook, NULL), 0);
+	before = loop_now_ms(loop);
+	/* Without the wake this would block for 2 s: there is no fd and no timer. */
+	ck_assert_int_eq(loop_run_once(loop, 2000), 0);
+	ck_assert_msg(loop_now_ms(loop) - before < 1000, "the wait blocked for %llu ms",
+		      (unsigned long long)(loop_now_ms(loop) - before));
+	loop_free(loop);
+}
+END_TEST
+
 static void on_usr1(struct loop *loop, int signo, void *arg)
 {
 	ck_assert_int_eq(signo, SIGUSR1);
@@ -255,6 +311,8 @@ static Suite *loop_suite(void)
 	tcase_add_test(tc, zero_delay_rearm_runs_once_per_iteration);
 	tcase_add_test(tc, fd_events_reach_their_callback_until_unwatched);
 	tcase_add_test(tc, before_sleep_hook_runs_every_iteration_and_stop_ends_run);
+	tcase_add_test(tc, flush_hooks_run_after_every_other_hook);
+	tcase_add_test(tc, wake_makes_the_coming_wait_return_at_once);
 	tcase_add_test(tc, signals_are_delivered_on_the_loop);
 	tcase_add_test(tc, many_timers_keep_heap_order);
 	suite_add_tcase(s, tc);

@@ -29,6 +29,7 @@ struct loop_timer {
 struct hook {
 	loop_hook_fn fn;
 	void *arg;
+	bool flush;               /* runs after every other hook (loop_flush_hook) */
 };
 
 struct signal_slot {
@@ -53,6 +54,7 @@ struct loop {
 	struct signal_slot signals[MAX_SIGNO];
 	uint64_t now;
 	bool stop;
+	bool wake;                /* loop_wake(): the coming wait does not block */
 };
 
 static uint64_t monotonic_ms(void)
@@ -297,15 +299,55 @@ int loop_signal(struct loop *loop, int signo, loop_signal_fn fn, void *arg)
 	return 0;
 }
 
-int loop_before_sleep(struct loop *loop, loop_hook_fn fn, void *arg)
+static int add_hook(struct loop *loop, loop_hook_fn fn, void *arg, bool flush)
 {
 	struct hook *h = realloc(loop->hooks, (loop->nhooks + 1) * sizeof(*h));
 
 	if (!h)
 		return -ENOMEM;
 	loop->hooks = h;
-	loop->hooks[loop->nhooks++] = (struct hook){ .fn = fn, .arg = arg };
+	loop->hooks[loop->nhooks++] = (struct hook){ .fn = fn, .arg = arg, .flush = flush };
 	return 0;
+}
+
+int loop_before_sleep(struct loop *loop, loop_hook_fn fn, void *arg)
+{
+	return add_hook(loop, fn, arg, false);
+}
+
+int loop_flush_hook(struct loop *loop, loop_hook_fn fn, void *arg)
+{
+	return add_hook(loop, fn, arg, true);
+}
+
+void loop_hook_remove(struct loop *loop, loop_hook_fn fn, void *arg)
+{
+	for (size_t i = 0; i < loop->nhooks; i++) {
+		if (loop->hooks[i].fn != fn || loop->hooks[i].arg != arg)
+			continue;
+		memmove(&loop->hooks[i], &loop->hooks[i + 1], (loop->nhooks - i - 1) * sizeof(loop->hooks[0]));
+		loop->nhooks--;
+		return;
+	}
+}
+
+void loop_wake(struct loop *loop)
+{
+	loop->wake = true;
+}
+
+static void run_hooks(struct loop *loop, bool flush)
+{
+	/* By index: a hook may remove itself (or add one, which runs next time). */
+	for (size_t i = 0; i < loop->nhooks; i++) {
+		struct hook h = loop->hooks[i];
+
+		if (h.flush != flush)
+			continue;
+		h.fn(loop, h.arg);
+		if (i < loop->nhooks && (loop->hooks[i].fn != h.fn || loop->hooks[i].arg != h.arg))
+			i--;    /* it removed itself: the next one moved into its place */
+	}
 }
 
 uint64_t loop_now_ms(const struct loop *loop)
@@ -331,8 +373,8 @@ int loop_run_once(struct loop *loop, int max_wait_ms)
 	struct epoll_event events[EVENTS_PER_WAIT];
 	int timeout = max_wait_ms, n;
 
-	for (size_t i = 0; i < loop->nhooks; i++)
-		loop->hooks[i].fn(loop, loop->hooks[i].arg);
+	run_hooks(loop, false);
+	run_hooks(loop, true);
 	if (loop->stop)
 		return 0;
 
@@ -343,6 +385,10 @@ int loop_run_once(struct loop *loop, int max_wait_ms)
 
 		if (timeout < 0 || wait < (uint64_t)timeout)
 			timeout = (int)(wait > 60000 ? 60000 : wait);
+	}
+	if (loop->wake) {
+		loop->wake = false;
+		timeout = 0;
 	}
 
 	n = epoll_wait(loop->epfd, events, EVENTS_PER_WAIT, timeout);
