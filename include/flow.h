@@ -193,5 +193,12 @@ uint32_t flow_tuple_hash(const struct flow_tuple *t, uint32_t seed);
  * which is left as it was.
  */
 void flow_full_normalize(struct flow_full *ff);   /* counters too: zeroed */
+/*
+ * Lay a kernel UPDATE `ev` (only what changed) over the stored state
+ * `cur`.  `labels_whole`: the event reports the labels even when they are
+ * all zero (a reply to our own request), so none in it means none are
+ * left (FLOW_A_LABELS_GONE).
+ */
+void flow_merge_update(struct flow_full *cur, const struct flow_full *ev, bool labels_whole);
 
 #endif

@@ -1,9 +1,6 @@
 # The daemon: start-up, signals, the lock file, service notification and
 # the wiring of the modules.
 libctsyncd_a_SOURCES += \
-	src/daemon/caches.c src/daemon/caches.h \
-	src/daemon/expects.c src/daemon/expects.h \
-	src/daemon/stats_log.c src/daemon/stats_log.h \
 	src/daemon/daemon.c src/daemon/daemon.h \
 	src/daemon/lockfile.c src/daemon/lockfile.h \
 	src/daemon/notify.c src/daemon/notify.h \

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caches.h"
+#include "cache.h"
 #include "config.h"
 #include "control_server.h"
 #include "lockfile.h"
@@ -35,7 +35,7 @@ struct daemon {
 	const struct config *cfg;
 	struct loop *loop;
 	struct control_server *ctl;
-	struct caches *caches;
+	struct cache *cache;
 	struct replication *replication;
 	struct lockfile lock;
 	struct loop_timer *watchdog;
@@ -58,7 +58,7 @@ static void on_hangup(struct loop *loop, int signo, void *arg)
 		log_error("cannot reopen the log file after SIGHUP: %s", strerror(-err));
 	else
 		log_notice("log file reopened (SIGHUP)");
-	if (d->caches && (err = caches_reopen_logs(d->caches)) < 0)
+	if (d->cache && (err = cache_reopen_logs(d->cache)) < 0)
 		log_error("cannot reopen the Stats log file after SIGHUP: %s", strerror(-err));
 }
 
@@ -176,27 +176,27 @@ static int start_caches(struct daemon *d)
 
 	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
 		seed = (uint32_t)getpid() ^ (uint32_t)time(NULL);
-	err = caches_new(&d->caches, d->cfg, d->loop, seed);
+	err = cache_new(&d->cache, d->cfg, d->loop, seed);
 	if (err < 0) {
 		log_error("cannot set up the caches: %s", strerror(-err));
 		return err;
 	}
-	d->requests.caches = d->caches;
-	if (d->ctl && (err = caches_register(d->caches, d->ctl)) < 0)
+	d->requests.cache = d->cache;
+	if (d->ctl && (err = requests_register(&d->requests, d->ctl)) < 0)
 		return err;
-	err = caches_start(d->caches);
+	err = cache_start(d->cache);
 	if (err < 0) {
 		log_error("cannot follow the kernel's connection tracking: %s", strerror(-err));
 		return err;
 	}
 	if (d->cfg->role != CONFIG_ROLE_SYNC)
 		return 0;
-	err = replication_start(&d->replication, d->cfg, d->loop, d->caches);
+	err = replication_start(&d->replication, d->cfg, d->loop, d->cache);
 	if (err < 0)
 		return err;
 	d->requests.replication = d->replication;
 	if (d->ctl)
-		err = replication_register(d->replication, d->ctl);
+		err = requests_register(&d->requests, d->ctl);
 	return err;
 }
 
@@ -270,9 +270,9 @@ static void stop(struct daemon *d)
 	replication_stop(d->replication);
 	d->replication = NULL;
 	d->requests.replication = NULL;
-	caches_free(d->caches);
-	d->caches = NULL;
-	d->requests.caches = NULL;
+	cache_free(d->cache);
+	d->cache = NULL;
+	d->requests.cache = NULL;
 	control_server_close(d->ctl);
 	d->ctl = NULL;
 	loop_timer_free(d->watchdog);

@@ -7,7 +7,7 @@
  * are split into messages and fed to the engine, whose decoded states go
  * into the external cache (or straight into the kernel).  The three modes
  * (FTFW, NOTRACK, ALARM) are the one engine of src/sync/ configured apart;
- * in ALARM the caches expire the peer's states (caches.c).
+ * in ALARM the caches expire the peer's states (src/cache/cache.c).
  */
 #include "build-config.h"
 #include "replication.h"
@@ -20,8 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "caches.h"
-#include "expects.h"
+#include "cache.h"
 #include "config.h"
 #include "control_server.h"
 #include "flow_table.h"
@@ -39,7 +38,7 @@
  */
 #define SEND_BUDGET (256u * 1024u)
 
-_Static_assert(FTFW_USER_BYTES <= CACHES_USER_BYTES, "the internal cache's user area is too small");
+_Static_assert(FTFW_USER_BYTES <= CACHE_USER_BYTES, "the internal cache's user area is too small");
 
 struct peer_addr {
 	bool used;
@@ -50,7 +49,7 @@ struct peer_addr {
 struct replication {
 	const struct config *cfg;
 	struct loop *loop;
-	struct caches *caches;
+	struct cache *cache;
 	struct link_group *links;
 	struct ftfw *engine;
 	struct loop_timer *timer;
@@ -132,7 +131,7 @@ static void apply(void *arg, unsigned peer, uint8_t type, const struct flow_full
 {
 	struct replication *r = arg;
 
-	caches_apply_remote(r->caches, type, f);
+	cache_apply_remote(r->cache, type, f);
 }
 
 static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x)
@@ -140,14 +139,14 @@ static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_
 	struct replication *r = arg;
 
 	(void)peer;
-	expects_apply_remote(caches_expects(r->caches), type, x);
+	cache_apply_remote_exp(r->cache, type, x);
 }
 
 static void prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
 {
 	struct replication *r = arg;
 
-	caches_prefetch_remote(r->caches, type, f);
+	cache_prefetch_remote(r->cache, type, f);
 }
 
 static void dead_acked(void *arg, uint32_t handle)
@@ -155,9 +154,9 @@ static void dead_acked(void *arg, uint32_t handle)
 	struct replication *r = arg;
 
 	if (handle & FTFW_EXP_HANDLE)
-		expects_forget_dead(caches_expects(r->caches), handle & ~FTFW_EXP_HANDLE);
+		cache_exp_forget_dead(r->cache, handle & ~FTFW_EXP_HANDLE);
 	else
-		caches_forget_dead(r->caches, handle);
+		cache_forget_dead(r->cache, handle);
 }
 
 static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
@@ -181,7 +180,7 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	if (ev == FTFW_PEER_RESTARTED) {
 		if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
 		    !r->cfg->sync.disable_external_cache)
-			caches_flush_external(r->caches);
+			cache_flush_external(r->cache);
 		ftfw_request_resync(r->engine);
 		/*
 		 * Beyond 1.4.7: the restarted peer lost what we had sent it, and
@@ -284,7 +283,7 @@ static void on_timer(struct loop *loop, struct loop_timer *timer, void *arg)
 
 /* ---- control requests ---------------------------------------------------------- */
 
-static enum control_result answer_bulk(struct control_request *req, void *arg)
+enum control_result replication_answer_bulk(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
 
@@ -292,11 +291,11 @@ static enum control_result answer_bulk(struct control_request *req, void *arg)
 		return CONTROL_DONE;
 	ftfw_bulk(r->engine);
 	control_request_printf(req, "bulk send of %u states started\n",
-			       flow_table_count(caches_internal(r->caches)));
+			       flow_table_count(cache_internal(r->cache)));
 	return CONTROL_DONE;
 }
 
-static enum control_result answer_resync(struct control_request *req, void *arg)
+enum control_result replication_answer_resync(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
 
@@ -378,7 +377,7 @@ static void report_queues(struct replication *r, struct report *rep)
 	report_end(rep);
 }
 
-static enum control_result answer_stats(struct control_request *req, void *arg)
+enum control_result replication_answer_stats(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
 	struct report *rep = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
@@ -417,23 +416,10 @@ void replication_report(struct replication *r, struct report *rep)
 	report_queues(r, rep);
 }
 
-int replication_register(struct replication *r, struct control_server *ctl)
-{
-	int err = 0;
-
-	err |= control_server_register(ctl, CTL_SEND_BULK, answer_bulk, r);
-	err |= control_server_register(ctl, CTL_REQUEST_RESYNC, answer_resync, r);
-	err |= control_server_register(ctl, CTL_STATS_NETWORK, answer_stats, r);
-	err |= control_server_register(ctl, CTL_STATS_LINK, answer_stats, r);
-	err |= control_server_register(ctl, CTL_STATS_RSQUEUE, answer_stats, r);
-	err |= control_server_register(ctl, CTL_STATS_QUEUE, answer_stats, r);
-	return err ? -EINVAL : 0;
-}
-
 /* ---- life ---------------------------------------------------------------------------- */
 
 int replication_start(struct replication **out, const struct config *cfg, struct loop *loop,
-		      struct caches *caches)
+		      struct cache *caches)
 {
 	static const struct ftfw_ops ops = {
 		.emit = emit, .apply = apply, .apply_exp = apply_exp, .prefetch = prefetch,
@@ -459,7 +445,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.event_iteration_limit = cfg->general.event_iteration_limit,
 		.on_receive = on_receive,
 	};
-	struct caches_listener listener = {
+	struct cache_listener listener = {
 		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,
 	};
 	struct replication *r;
@@ -471,7 +457,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		return -ENOMEM;
 	r->cfg = cfg;
 	r->loop = loop;
-	r->caches = caches;
+	r->cache = caches;
 	lp.arg = r;
 	/*
 	 * Like 1.4.7 the first sequence number comes from the clock, salted so
@@ -493,10 +479,10 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		return err;
 	}
 	/* Without ExpectationSync the peer's expectations are counted and ignored (as 1.4.7 does). */
-	err = ftfw_new(&fc, caches_expects(caches) ? &ops : &ops_no_exp, r, caches_internal(caches), seq,
+	err = ftfw_new(&fc, cache_exp_internal(caches) ? &ops : &ops_no_exp, r, cache_internal(caches), seq,
 		       loop_now_ms(loop), &r->engine);
-	if (err == 0 && caches_expects(caches))
-		err = ftfw_attach_expectations(r->engine, expects_internal(caches_expects(caches)));
+	if (err == 0 && cache_exp_internal(caches))
+		err = ftfw_attach_expectations(r->engine, cache_exp_internal(caches));
 	if (err == 0) {
 		r->timer = loop_timer_new(loop, on_timer, r);
 		if (!r->timer)
@@ -510,11 +496,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		return err;
 	}
 	listener.arg = r;
-	caches_set_listener(caches, &listener);
-	if (caches_expects(caches)) {
-		struct expects_listener xl = { .changed = on_exp_change, .forget = on_exp_forget, .arg = r };
+	cache_set_listener(caches, &listener);
+	if (cache_exp_internal(caches)) {
+		struct cache_exp_listener xl = { .changed = on_exp_change, .forget = on_exp_forget, .arg = r };
 
-		expects_set_listener(caches_expects(caches), &xl);
+		cache_set_exp_listener(caches, &xl);
 	}
 	if (cfg->sync.startup_resync)
 		ftfw_request_resync(r->engine);
@@ -524,7 +510,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 
 void replication_stop(struct replication *r)
 {
-	struct caches_listener none = { 0 };
+	struct cache_listener none = { 0 };
 
 	if (!r)
 		return;
@@ -532,7 +518,7 @@ void replication_stop(struct replication *r)
 		/* What is already queued for the link goes out before we leave. */
 		link_group_flush(r->links);
 	}
-	caches_set_listener(r->caches, &none);
+	cache_set_listener(r->cache, &none);
 	ftfw_free(r->engine);
 	link_group_close(r->links);
 	loop_timer_free(r->timer);

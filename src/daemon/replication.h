@@ -6,19 +6,23 @@
 #ifndef CTSYNCD_REPLICATION_H
 #define CTSYNCD_REPLICATION_H
 
-struct caches;
+#include "control_server.h"
+
+struct cache;
 struct config;
-struct control_server;
 struct loop;
 struct replication;
 struct report;
 
 /* Open the links and start the engine over the caches.  0 or -errno (logged). */
 int replication_start(struct replication **out, const struct config *cfg, struct loop *loop,
-		      struct caches *caches);
+		      struct cache *caches);
 /* Flush what is queued for the links, stop and free.  Safe on NULL. */
 void replication_stop(struct replication *r);
-int replication_register(struct replication *r, struct control_server *ctl);
+/* -B, -n, and -s network / link / rsqueue / queue, with the replication as `arg` (requests.c). */
+enum control_result replication_answer_bulk(struct control_request *req, void *arg);
+enum control_result replication_answer_resync(struct control_request *req, void *arg);
+enum control_result replication_answer_stats(struct control_request *req, void *arg);
 /* The sync sections of -s. */
 void replication_report(struct replication *r, struct report *rep);
 

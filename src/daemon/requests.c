@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "caches.h"
+#include "cache.h"
 #include "config.h"
 #include "control_server.h"
 #include "log.h"
@@ -21,46 +21,67 @@
 
 /* What a request needs in order to make sense. */
 enum need {
+	NEED_NOTHING,     /* the daemon answers it itself */
 	NEED_KERNEL,      /* the internal table and ctnetlink (Sync or Stats) */
 	NEED_EXTERNAL,    /* the external table (Sync only) */
 	NEED_SYNC,        /* the sync protocol and links (Sync only) */
 	NEED_EXPECT,      /* expectation sync (Sync with ExpectationSync on) */
 };
 
-static const struct {
+/* Who answers a request: the object its handler is given. */
+enum owner { OWNER_DAEMON, OWNER_CACHE, OWNER_SYNC };
+
+static enum control_result answer_stats(struct control_request *req, void *arg);
+static enum control_result answer_process(struct control_request *req, void *arg);
+static enum control_result answer_kill(struct control_request *req, void *arg);
+
+/*
+ * Every request code of conntrackd 1.4.7 and where it is answered: the one
+ * place to look.  A code whose owner this configuration does not run (or
+ * whose need it does not meet) answers "not available" with the reason.
+ */
+static const struct route {
 	uint32_t code;
 	enum need need;
-} subsystem_requests[] = {
-	{ CTL_FLUSH_KERNEL_CT, NEED_KERNEL },
-	{ CTL_RESYNC_KERNEL_CT, NEED_KERNEL },
-	{ CTL_DUMP_INTERNAL_CT, NEED_KERNEL },
-	{ CTL_DUMP_EXTERNAL_CT, NEED_EXTERNAL },
-	{ CTL_COMMIT_CT, NEED_EXTERNAL },
-	{ CTL_FLUSH_CACHES_LEGACY, NEED_KERNEL },
-	{ CTL_SEND_BULK, NEED_SYNC },
-	{ CTL_REQUEST_RESYNC, NEED_SYNC },
-	{ CTL_DUMP_INTERNAL_CT_XML, NEED_KERNEL },
-	{ CTL_DUMP_EXTERNAL_CT_XML, NEED_EXTERNAL },
-	{ CTL_SCHEDULE_PURGE, NEED_KERNEL },
-	{ CTL_STATS_NETWORK, NEED_SYNC },
-	{ CTL_STATS_CACHE, NEED_KERNEL },
-	{ CTL_STATS_LINK, NEED_SYNC },
-	{ CTL_STATS_RSQUEUE, NEED_SYNC },
-	{ CTL_FLUSH_INTERNAL, NEED_KERNEL },
-	{ CTL_FLUSH_EXTERNAL, NEED_EXTERNAL },
-	{ CTL_STATS_QUEUE, NEED_SYNC },
-	{ CTL_STATS_EXPECT, NEED_EXPECT },
-	{ CTL_FLUSH_KERNEL_EXP, NEED_EXPECT },
-	{ CTL_RESYNC_KERNEL_EXP, NEED_EXPECT },
-	{ CTL_DUMP_INTERNAL_EXP, NEED_EXPECT },
-	{ CTL_DUMP_EXTERNAL_EXP, NEED_EXPECT },
-	{ CTL_COMMIT_EXP, NEED_EXPECT },
-	{ CTL_FLUSH_KERNEL_ALL, NEED_KERNEL },
-	{ CTL_RESYNC_KERNEL_ALL, NEED_KERNEL },
-	{ CTL_FLUSH_ALL, NEED_KERNEL },
-	{ CTL_COMMIT_ALL, NEED_EXTERNAL },
-	{ CTL_DUMP_INTERNAL_EXP_XML, NEED_EXPECT },
-	{ CTL_DUMP_EXTERNAL_EXP_XML, NEED_EXPECT },
+	enum owner owner;
+	control_handler_fn handler;
+} routes[] = {
+	{ CTL_KILL, NEED_NOTHING, OWNER_DAEMON, answer_kill },
+	{ CTL_STATS, NEED_NOTHING, OWNER_DAEMON, answer_stats },
+	{ CTL_STATS_RUNTIME, NEED_NOTHING, OWNER_DAEMON, answer_stats },
+	{ CTL_STATS_PROCESS, NEED_NOTHING, OWNER_DAEMON, answer_process },
+
+	{ CTL_DUMP_INTERNAL_CT, NEED_KERNEL, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_INTERNAL_CT_XML, NEED_KERNEL, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_EXTERNAL_CT, NEED_EXTERNAL, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_EXTERNAL_CT_XML, NEED_EXTERNAL, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_INTERNAL_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_EXTERNAL_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_INTERNAL_EXP_XML, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
+	{ CTL_DUMP_EXTERNAL_EXP_XML, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
+	{ CTL_STATS_CACHE, NEED_KERNEL, OWNER_CACHE, cache_answer_stats },
+	{ CTL_STATS_EXPECT, NEED_EXPECT, OWNER_CACHE, cache_answer_stats },
+	{ CTL_COMMIT_ALL, NEED_EXTERNAL, OWNER_CACHE, cache_answer_commit },
+	{ CTL_COMMIT_CT, NEED_EXTERNAL, OWNER_CACHE, cache_answer_commit },
+	{ CTL_COMMIT_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_commit },
+	{ CTL_FLUSH_ALL, NEED_KERNEL, OWNER_CACHE, cache_answer_flush },
+	{ CTL_FLUSH_INTERNAL, NEED_KERNEL, OWNER_CACHE, cache_answer_flush },
+	{ CTL_FLUSH_EXTERNAL, NEED_EXTERNAL, OWNER_CACHE, cache_answer_flush },
+	{ CTL_FLUSH_CACHES_LEGACY, NEED_KERNEL, OWNER_CACHE, cache_answer_flush },
+	{ CTL_FLUSH_KERNEL_CT, NEED_KERNEL, OWNER_CACHE, cache_answer_kernel_flush },
+	{ CTL_FLUSH_KERNEL_ALL, NEED_KERNEL, OWNER_CACHE, cache_answer_kernel_flush },
+	{ CTL_FLUSH_KERNEL_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_kernel_flush },
+	{ CTL_SCHEDULE_PURGE, NEED_EXTERNAL, OWNER_CACHE, cache_answer_schedule_purge },
+	{ CTL_RESYNC_KERNEL_CT, NEED_KERNEL, OWNER_CACHE, cache_answer_redump },
+	{ CTL_RESYNC_KERNEL_ALL, NEED_KERNEL, OWNER_CACHE, cache_answer_redump },
+	{ CTL_RESYNC_KERNEL_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_redump },
+
+	{ CTL_SEND_BULK, NEED_SYNC, OWNER_SYNC, replication_answer_bulk },
+	{ CTL_REQUEST_RESYNC, NEED_SYNC, OWNER_SYNC, replication_answer_resync },
+	{ CTL_STATS_NETWORK, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
+	{ CTL_STATS_LINK, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
+	{ CTL_STATS_RSQUEUE, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
+	{ CTL_STATS_QUEUE, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
 };
 
 const char *requests_role_name(const struct config *cfg)
@@ -94,6 +115,7 @@ static const char *unavailable_reason(const struct config *cfg, enum need need)
 	if (need == NEED_EXPECT && !cfg->sync.expectation_sync)
 		return "expectation sync is off (Sync { Options { ExpectationSync on } })";
 	switch (need) {
+	case NEED_NOTHING:
 	case NEED_KERNEL:
 	case NEED_EXTERNAL:
 		return "not implemented in this version of ctsyncd";
@@ -111,9 +133,9 @@ static enum control_result answer_unavailable(struct control_request *req, void 
 	uint32_t code = control_request_code(req);
 	enum need need = NEED_KERNEL;
 
-	for (size_t i = 0; i < sizeof(subsystem_requests) / sizeof(subsystem_requests[0]); i++)
-		if (subsystem_requests[i].code == code)
-			need = subsystem_requests[i].need;
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (routes[i].code == code)
+			need = routes[i].need;
 	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n", ctl_request_name(code),
 			       unavailable_reason(ctx->cfg, need));
 	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
@@ -187,8 +209,8 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	if (!r)
 		return CONTROL_DONE;
 	report_daemon(ctx, r);
-	if (ctx->caches)
-		caches_report(ctx->caches, r);
+	if (ctx->cache)
+		cache_report(ctx->cache, r);
 	if (ctx->replication)
 		replication_report(ctx->replication, r);
 	report_control(ctx, r);
@@ -232,16 +254,48 @@ void requests_init(struct requests_ctx *ctx, const struct config *cfg, struct lo
 	ctx->started_wall = time(NULL);
 }
 
+/* The object that answers `rt`, or NULL where this daemon cannot. */
+static void *route_target(struct requests_ctx *ctx, const struct route *rt)
+{
+	const struct config *cfg = ctx->cfg;
+
+	switch (rt->need) {
+	case NEED_NOTHING:
+	case NEED_KERNEL:
+		break;
+	case NEED_EXTERNAL:
+	case NEED_SYNC:
+		if (cfg->role != CONFIG_ROLE_SYNC)
+			return NULL;
+		break;
+	case NEED_EXPECT:
+		if (cfg->role != CONFIG_ROLE_SYNC || !cfg->sync.expectation_sync)
+			return NULL;
+		break;
+	}
+	switch (rt->owner) {
+	case OWNER_DAEMON:
+		return ctx;
+	case OWNER_CACHE:
+		return ctx->cache;
+	case OWNER_SYNC:
+		return ctx->replication;
+	}
+	return NULL;
+}
+
 int requests_register(struct requests_ctx *ctx, struct control_server *ctl)
 {
 	int err = 0;
 
 	ctx->ctl = ctl;
-	for (size_t i = 0; i < sizeof(subsystem_requests) / sizeof(subsystem_requests[0]); i++)
-		err |= control_server_register(ctl, subsystem_requests[i].code, answer_unavailable, ctx);
-	err |= control_server_register(ctl, CTL_KILL, answer_kill, ctx);
-	err |= control_server_register(ctl, CTL_STATS, answer_stats, ctx);
-	err |= control_server_register(ctl, CTL_STATS_RUNTIME, answer_stats, ctx);
-	err |= control_server_register(ctl, CTL_STATS_PROCESS, answer_process, ctx);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		void *target = route_target(ctx, &routes[i]);
+
+		if (target)
+			err |= control_server_register(ctl, routes[i].code, routes[i].handler, target);
+		else
+			err |= control_server_register(ctl, routes[i].code, answer_unavailable, ctx);
+	}
 	return err ? -EINVAL : 0;
 }

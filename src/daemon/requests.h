@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-struct caches;
+struct cache;
 struct replication;
 struct config;
 struct control_server;
@@ -21,14 +21,18 @@ struct requests_ctx {
 	const struct config *cfg;
 	struct loop *loop;
 	struct control_server *ctl;
-	struct caches *caches;      /* NULL without Sync or Stats */
+	struct cache *cache;        /* NULL without Sync or Stats */
 	struct replication *replication; /* NULL without Sync */
 	uint64_t started_ms;        /* loop clock at start */
 	time_t started_wall;
 };
 
 void requests_init(struct requests_ctx *ctx, const struct config *cfg, struct loop *loop);
-/* Register every code on `ctl`.  Returns 0 or -errno. */
+/*
+ * Register every code on `ctl`, each with the subsystem that answers it,
+ * or with "not available" while that subsystem is not running: call it
+ * again once `cache` or `replication` is set.  Returns 0 or -errno.
+ */
 int requests_register(struct requests_ctx *ctx, struct control_server *ctl);
 /* "sync (FTFW)", "stats", "control socket only". */
 const char *requests_role_name(const struct config *cfg);

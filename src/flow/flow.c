@@ -1,5 +1,5 @@
 /*
- * flow.c - keys of flows: equality and hashing.
+ * flow.c - keys of flows (equality, hashing, normal form) and the merge of a partial update.
  */
 #include "flow.h"
 
@@ -123,4 +123,61 @@ void flow_full_normalize(struct flow_full *ff)
 	} else {
 		ff->labels.words = 0;
 	}
+}
+
+/*
+ * An UPDATE event carries only what changed (kernel.h): the fields it has
+ * replace the stored ones, the others stay, so that a partial event never
+ * erases protocol state, NAT or labels that the peer needs.
+ */
+void flow_merge_update(struct flow_full *cur, const struct flow_full *ev, bool labels_whole)
+{
+	const struct flow *e = &ev->flow;
+	struct flow *f = &cur->flow;
+	uint32_t a = e->attrs;
+
+	if (a & FLOW_A_STATUS)
+		f->status = e->status;
+	if (a & FLOW_A_TIMEOUT)
+		f->timeout = e->timeout;
+	if (a & FLOW_A_MARK)
+		f->mark = e->mark;
+	if (a & FLOW_A_PROTO_STATE)
+		f->proto_state = e->proto_state;
+	if (a & FLOW_A_DCCP_ROLE)
+		f->dccp_role = e->dccp_role;
+	if (a & FLOW_A_WSCALE) {
+		f->wscale_orig = e->wscale_orig;
+		f->wscale_repl = e->wscale_repl;
+	}
+	if (a & (FLOW_A_SNAT | FLOW_A_SPAT | FLOW_A_DNAT | FLOW_A_DPAT)) {
+		/* The reply tuple is in every event: NAT as derived from it is complete. */
+		f->attrs &= ~(FLOW_A_SNAT | FLOW_A_SPAT | FLOW_A_DNAT | FLOW_A_DPAT);
+		cur->ext.snat = ev->ext.snat;
+		cur->ext.dnat = ev->ext.dnat;
+		cur->ext.spat = ev->ext.spat;
+		cur->ext.dpat = ev->ext.dpat;
+	}
+	if (a & FLOW_A_NAT_SEQ)
+		memcpy(cur->ext.nat_seq, ev->ext.nat_seq, sizeof(cur->ext.nat_seq));
+	if (a & FLOW_A_SCTP_VTAGS) {
+		cur->ext.sctp_vtag_orig = ev->ext.sctp_vtag_orig;
+		cur->ext.sctp_vtag_repl = ev->ext.sctp_vtag_repl;
+	}
+	if (a & FLOW_A_MASTER)
+		cur->ext.master = ev->ext.master;
+	if (a & FLOW_A_HELPER)
+		memcpy(cur->ext.helper, ev->ext.helper, sizeof(cur->ext.helper));
+	if (a & FLOW_A_SYNPROXY_EXT)
+		memcpy(cur->ext.synproxy, ev->ext.synproxy, sizeof(cur->ext.synproxy));
+	if (a & FLOW_A_LABELS) {
+		cur->labels.words = ev->labels.words;
+		memcpy(cur->labels.w, ev->labels.w, ev->labels.words * sizeof(uint32_t));
+		f->attrs &= ~FLOW_A_LABELS_GONE;
+	} else if (labels_whole && (f->attrs & FLOW_A_LABELS)) {
+		cur->labels.words = 0;
+		f->attrs &= ~FLOW_A_LABELS;
+		f->attrs |= FLOW_A_LABELS_GONE;
+	}
+	f->attrs |= a;
 }

@@ -1,0 +1,123 @@
+/*
+ * cache.h - the internal cache (this node's kernel states) and the
+ * external cache (the peer's), for conntracks and, with ExpectationSync,
+ * expectations, with everything that moves states between them and the
+ * kernel: events, dumps and polls, direct injection and HotStandby's
+ * mirror, commit, flushes and the scheduled purge, dumps and statistics.
+ *
+ * The module is split by job (src/cache/): local.c and local_exp.c fill
+ * the internal caches, remote.c keeps the external ones, commit.c writes
+ * them into the kernel, flush.c empties caches and kernel, report.c
+ * answers dumps and statistics, cache.c holds the object's life.
+ */
+#ifndef CTSYNCD_CACHE_H
+#define CTSYNCD_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "control_server.h"
+#include "kernel.h"
+
+/* Bytes of per-entry user area in the internal cache, for the sync engine's queues. */
+#define CACHE_USER_BYTES 24u
+
+struct cache;
+struct config;
+struct exp_table;
+struct flow_exp;
+struct flow_full;
+struct flow_table;
+struct loop;
+struct report;
+
+/*
+ * Told about every change of the internal conntrack cache that the peer
+ * should learn (the sync layer).  Without a listener a destroyed flow is
+ * deleted at once; with one it is marked dead and the listener deletes it
+ * with cache_forget_dead() once the peer has acknowledged it.
+ */
+struct cache_listener {
+	void (*changed)(void *arg, uint32_t handle, enum kernel_event ev);
+	/* `handle` is about to be deleted without the peer being told (flush, -R). */
+	void (*forget)(void *arg, uint32_t handle);
+	/*
+	 * `handle` was inserted without the peer being told (the start-up
+	 * dump, -R): ALARM refreshes it all the same.  Optional.
+	 */
+	void (*loaded)(void *arg, uint32_t handle);
+	void *arg;
+};
+
+/* The same for the internal expectation cache (handles of its own table). */
+struct cache_exp_listener {
+	void (*changed)(void *arg, uint32_t xh);
+	void (*forget)(void *arg, uint32_t xh);         /* about to be deleted untold */
+	void *arg;
+};
+
+/* Returns 0 or -errno.  `seed` randomises the tables' hashes. */
+int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, uint32_t seed);
+/*
+ * Subscribe to events, or with PollSecs arm the polls instead (no event
+ * socket), and load the kernel table into the internal cache (nothing is
+ * sent).
+ */
+int cache_start(struct cache *c);
+void cache_set_listener(struct cache *c, const struct cache_listener *l);
+/* Ignored without ExpectationSync. */
+void cache_set_exp_listener(struct cache *c, const struct cache_exp_listener *l);
+/* Finish waiting control requests as failed, stop all kernel work, free.  Safe on NULL. */
+void cache_free(struct cache *c);
+/* SIGHUP: reopen Stats mode's log of destroyed flows.  0 or -errno. */
+int cache_reopen_logs(struct cache *c);
+
+struct flow_table *cache_internal(struct cache *c);
+struct flow_table *cache_external(struct cache *c);
+/* The internal expectation table, or NULL when ExpectationSync is off. */
+struct exp_table *cache_exp_internal(struct cache *c);
+
+/* A dead internal entry whose end the peer has acknowledged. */
+void cache_forget_dead(struct cache *c, uint32_t handle);
+void cache_exp_forget_dead(struct cache *c, uint32_t xh);
+
+/*
+ * A state received from the peer (type: WIRE_T_CT_NEW/UPD/DEL): NEW
+ * replaces, UPD updates or creates, DEL removes; with DisableExternalCache
+ * it is written to the kernel at once instead, and with HotStandby on a
+ * backup as well.  Returns 0 or -errno (-ENOSPC: HashLimit), counted either
+ * way.  In Mode ALARM an external entry expires CacheTimeout seconds after
+ * its last refresh.
+ */
+int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff);
+/* A hint: `ff` will soon be given to cache_apply_remote(); start its table lookup. */
+void cache_prefetch_remote(struct cache *c, uint8_t type, const struct flow_full *ff);
+/* An expectation from the peer (WIRE_T_EXP_NEW/UPD/DEL).  0 or -errno, counted. */
+int cache_apply_remote_exp(struct cache *c, uint8_t type, const struct flow_exp *e);
+/* Empty the external conntrack cache (the peer restarted and will send everything again). */
+void cache_flush_external(struct cache *c);
+
+/* The cache sections of -s and -s cache. */
+void cache_report(struct cache *c, struct report *r);
+
+/*
+ * Control requests.  The daemon's table of requests (src/daemon/requests.c)
+ * routes each code to one of these with the cache as `arg`.
+ */
+/* -i, -e (conntracks and expectations, text and XML). */
+enum control_result cache_answer_dump(struct control_request *req, void *arg);
+/* -s cache, -s expect. */
+enum control_result cache_answer_stats(struct control_request *req, void *arg);
+/* -c, -c ct, -c expect: answered when the commit is done. */
+enum control_result cache_answer_commit(struct control_request *req, void *arg);
+/* -f, -f internal, -f external (and the legacy flush code). */
+enum control_result cache_answer_flush(struct control_request *req, void *arg);
+/* -F, -F ct, -F expect: answered when the kernel flush is done. */
+enum control_result cache_answer_kernel_flush(struct control_request *req, void *arg);
+/* -t: schedule the purge (and turn HotStandby's mirror on). */
+enum control_result cache_answer_schedule_purge(struct control_request *req, void *arg);
+/* -R, -R ct, -R expect: answered when the kernel table is re-read. */
+enum control_result cache_answer_redump(struct control_request *req, void *arg);
+
+#endif

@@ -1,0 +1,382 @@
+/*
+ * cache.c - the cache object's life, and the rules that conntracks and
+ * expectations share (waiting requests, timeouts, expiry, the routing of
+ * the writer's failures).
+ */
+#include "build-config.h"
+#include "cache_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/filter.h>
+
+#include "config.h"
+#include "exp_table.h"
+#include "flow_filter.h"
+#include "flow_table.h"
+#include "kernel_bpf.h"
+#include "log.h"
+#include "stats_log.h"
+
+/*
+ * ALARM's expiry of external conntracks: every EXPIRE_PERIOD_MS the sweep
+ * visits the next EXPIRE_VISIT entries (a few hundred microseconds), so a
+ * million entries are swept in about 6 s and an entry leaves at most that
+ * much after its CacheTimeout; a small table is swept once a second.
+ * Expectations are few: the same sweep takes the whole table each second.
+ */
+#define EXPIRE_PERIOD_MS 100u
+#define EXPIRE_PASS_MS 1000u
+#define EXPIRE_VISIT 16384u
+
+/* ---- shared rules -------------------------------------------------------------- */
+
+void cache_finish_all(struct waiters *w, enum ctl_status status, const char *fmt, ...)
+{
+	char text[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	for (unsigned i = 0; i < w->n; i++) {
+		control_request_printf(w->req[i], "%s\n", text);
+		control_request_finish(w->req[i], status);
+	}
+	w->n = 0;
+}
+
+enum control_result cache_wait_for(struct waiters *w, struct control_request *req)
+{
+	if (w->n == CACHE_MAX_WAITERS) {
+		control_request_printf(req, "ctsyncd: too many clients waiting for this operation\n");
+		control_request_set_status(req, CTL_STATUS_BUSY);
+		return CONTROL_DONE;
+	}
+	w->req[w->n++] = req;
+	return CONTROL_PENDING;
+}
+
+enum control_result cache_no_exps(struct control_request *req)
+{
+	control_request_printf(req, "ctsyncd: '%s' is not available: expectation sync is off "
+			       "(Sync { Options { ExpectationSync on } })\n",
+			       ctl_request_name(control_request_code(req)));
+	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	return CONTROL_DONE;
+}
+
+uint32_t cache_commit_timeout(const struct cache *c, uint32_t updated_s, uint32_t timeout)
+{
+	uint32_t age = cache_now_s(c) - updated_s;
+
+	if (c->cfg->sync.commit_timeout)
+		return c->cfg->sync.commit_timeout;
+	if (!timeout || timeout <= age)
+		return CACHE_DEFAULT_TIMEOUT;
+	return timeout - age;
+}
+
+/*
+ * §3, §5.1: in ALARM an entry of the peer lives CacheTimeout seconds after
+ * its last refresh (its update time, in whole seconds: it leaves after
+ * more than CacheTimeout, never before).
+ */
+static void on_expire_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct cache_expiry *e = arg;
+	uint32_t now = cache_now_s(e->cache), h;
+	unsigned visited = 0;
+
+	(void)loop;
+	while (visited < e->visit) {
+		h = e->next(e->table, &e->cursor);
+		if (!h) {
+			e->cursor = 0;
+			loop_timer_arm(timer, e->pass_ms);
+			return;
+		}
+		visited++;
+		if (now - e->updated(e->table, h) > e->timeout_s) {
+			e->remove(e->table, h);
+			e->expired++;
+		}
+	}
+	loop_timer_arm(timer, e->period_ms);
+}
+
+int cache_expiry_start(struct cache_expiry *e, struct cache *c)
+{
+	e->cache = c;
+	e->timeout_s = c->cfg->sync.cache_timeout;
+	e->timer = loop_timer_new(c->loop, on_expire_timer, e);
+	if (!e->timer)
+		return -ENOMEM;
+	loop_timer_arm(e->timer, e->pass_ms);
+	return 0;
+}
+
+static uint32_t ct_next(void *t, uint32_t *cursor) { return flow_table_next(t, cursor); }
+static uint32_t ct_updated(void *t, uint32_t h) { return flow_table_updated(t, h); }
+static void ct_remove(void *t, uint32_t h) { flow_table_delete(t, h); }
+static uint32_t exp_next(void *t, uint32_t *cursor) { return exp_table_next(t, cursor); }
+static uint32_t exp_updated(void *t, uint32_t h) { return exp_table_updated(t, h); }
+static void exp_remove(void *t, uint32_t h) { exp_table_delete(t, h); }
+
+/* The writer's failures, each to the job whose request it was. */
+static void on_write_error(void *arg, enum kernel_op op, uint64_t cookie, int err)
+{
+	struct cache *c = arg;
+
+	if (cookie & COOKIE_INJECT)
+		cache_inject_error(c, op, cookie, err);
+	else if (cookie & COOKIE_EXP)
+		cache_exp_write_error(c, op, err);
+	else
+		cache_commit_error(c, op, cookie, err);
+}
+
+/* ---- life ------------------------------------------------------------------------ */
+
+static int new_exps(struct cache *c, uint32_t seed)
+{
+	const struct config *cfg = c->cfg;
+	struct exp_table_options in = { .limit = cfg->general.hash_limit, .seed = seed,
+					 .user_bytes = FLOW_TABLE_USER_MAX };
+	struct exp_table_options ex = { .limit = cfg->general.hash_limit, .seed = seed ^ 0x5bd1e995u };
+	int err;
+
+	if ((err = exp_table_new(&in, &c->x.internal)) < 0 ||
+	    (err = exp_table_new(&ex, &c->x.external)) < 0)
+		return err;
+	/* ALARM: the peer refreshes what it has; what it stops refreshing goes, as states do. */
+	if (cfg->sync.mode == CONFIG_MODE_ALARM && !cfg->sync.disable_external_cache) {
+		c->x.expiry = (struct cache_expiry){
+			.visit = UINT32_MAX, .period_ms = EXPIRE_PASS_MS, .pass_ms = EXPIRE_PASS_MS,
+			.table = c->x.external, .next = exp_next, .updated = exp_updated,
+			.remove = exp_remove,
+		};
+		return cache_expiry_start(&c->x.expiry, c);
+	}
+	return 0;
+}
+
+int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, uint32_t seed)
+{
+	struct flow_table_options topt = {
+		.buckets = cfg->general.hash_size,
+		.limit = cfg->general.hash_limit,
+		.seed = seed,
+		.user_bytes = CACHE_USER_BYTES,
+	};
+	struct kernel_writer_opts wopt = {
+		.build_opts = cfg->sync.tcp_window_tracking ? KERNEL_BUILD_WINDOW_TRACKING : 0,
+	};
+	static const struct kernel_writer_cb wcb = { .on_error = on_write_error };
+	struct cache *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = cfg;
+	c->loop = loop;
+	err = flow_table_new(&topt, &c->internal);
+	if (err == 0) {
+		topt.seed = seed * 2654435761u + 1;
+		topt.user_bytes = 0;
+		err = flow_table_new(&topt, &c->external);
+	}
+	if (err == 0) {
+		c->filter = flow_filter_new(&cfg->general.filter, &err);
+		if (!c->filter && !err)
+			err = -ENOMEM;
+	}
+	if (err == 0 && (cfg->sync.disable_external_cache || cfg->sync.hot_standby)) {
+		c->inject_ring = calloc(INJECT_RING, sizeof(*c->inject_ring));
+		if (!c->inject_ring)
+			err = -ENOMEM;
+	}
+	/*
+	 * HotStandby: a daemon starts as a backup (a restarted backup must
+	 * be hot at once); the primary's hook turns the mirror off with -c.
+	 */
+	c->mirroring = cfg->sync.hot_standby;
+	if (err == 0) {
+		c->purge_timer = loop_timer_new(loop, cache_on_purge_timer, c);
+		if (!c->purge_timer)
+			err = -ENOMEM;
+	}
+	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_ALARM &&
+	    !cfg->sync.disable_external_cache) {
+		c->expiry = (struct cache_expiry){
+			.visit = EXPIRE_VISIT, .period_ms = EXPIRE_PERIOD_MS, .pass_ms = EXPIRE_PASS_MS,
+			.table = c->external, .next = ct_next, .updated = ct_updated, .remove = ct_remove,
+		};
+		err = cache_expiry_start(&c->expiry, c);
+	}
+	if (err == 0 && cfg->general.poll_secs) {
+		c->poll_timer = loop_timer_new(loop, cache_on_poll_timer, c);   /* armed when the start-up load ends */
+		if (!c->poll_timer)
+			err = -ENOMEM;
+	}
+	if (err == 0) {
+		c->writer = kernel_writer_new(loop, &wopt, &wcb, c, &err);
+		if (!c->writer && !err)
+			err = -ENOMEM;
+	}
+	if (err == 0 && cfg->role == CONFIG_ROLE_STATS &&
+	    (err = stats_log_open(&c->stats_log, &cfg->stats, loop)) < 0)
+		log_error("Stats: cannot open LogFile %s: %s", cfg->stats.logfile, strerror(-err));
+	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.expectation_sync)
+		err = new_exps(c, seed ^ 0x27d4eb2fu);
+	if (err) {
+		cache_free(c);
+		return err;
+	}
+	*out = c;
+	return 0;
+}
+
+/*
+ * Filter From Kernelspace: the Filter as a BPF program after the drop of our
+ * own writes, so the kernel drops what the Filter ignores before it is
+ * copied to us.  The user-space Filter still runs (it decides alone for
+ * what the program passes on unclassified, and keeps the counters).
+ */
+static int set_kernel_filter(struct cache *c)
+{
+	static struct sock_filter prog[BPF_MAXINSNS];
+	/* Room for kernel_events_set_filter's prefix (own port ids). */
+	int n = kernel_bpf_compile(&c->cfg->general.filter, prog, BPF_MAXINSNS - 16);
+	int err;
+
+	if (n == -E2BIG)
+		log_notice("Filter From Kernelspace: the Filter needs more than %d BPF instructions "
+			   "(too many addresses); it is applied in user space", BPF_MAXINSNS - 16);
+	else if (n < 0)
+		log_error("Filter From Kernelspace: cannot compile the Filter: %s; it is applied in "
+			  "user space", strerror(-n));
+	if (n <= 0)
+		return kernel_events_set_filter(c->events, true, NULL, 0);
+	err = kernel_events_set_filter(c->events, true, prog, (unsigned)n);
+	if (err < 0) {
+		log_error("Filter From Kernelspace: the kernel refused the program (%d instructions): %s; "
+			  "the Filter is applied in user space", n, strerror(-err));
+		return kernel_events_set_filter(c->events, true, NULL, 0);
+	}
+	log_notice("Filter From Kernelspace: %d BPF instructions on the event socket", n);
+	return 0;
+}
+
+int cache_start(struct cache *c)
+{
+	const struct config *cfg = c->cfg;
+	struct kernel_events_opts eo = {
+		.rcvbuf = cfg->general.netlink_buffer_size,
+		.rcvbuf_max = cfg->general.netlink_buffer_max_growth,
+		.reliable = cfg->general.netlink_events_reliable,
+		.iteration_limit = cfg->general.event_iteration_limit,
+		.expectations = cache_has_exps(c),
+		.expectation_news = true,
+		/* Wait 1 ms for events to accumulate: ~50 per system call instead of ~3. */
+		.coalesce_ms = 1,
+	};
+	int err = 0;
+
+	if (cfg->general.filter.kernelspace && cfg->general.poll_secs)
+		log_notice("Filter From Kernelspace: with PollSecs there is no event socket; "
+			   "the Filter is applied in user space");
+	if (cfg->general.poll_secs) {
+		log_notice("PollSecs %u: polling the kernel table every %u s instead of following events",
+			   cfg->general.poll_secs, cfg->general.poll_secs);
+		if (cfg->sync.disable_external_cache)
+			log_warning("PollSecs with DisableExternalCache: the states received from the peer "
+				    "go into the kernel, and the next poll sends them back to it");
+		cache_start_load(c, LOAD_STARTUP);
+		return c->dump ? 0 : -EIO;
+	}
+	c->events = kernel_events_open(c->loop, &eo, &cache_event_cb, c, &err);
+	if (!c->events) {
+		log_error("cannot subscribe to conntrack events: %s", strerror(-err));
+		return err ? err : -ENOMEM;
+	}
+	kernel_events_add_own(c->events, kernel_writer_portid(c->writer));
+	/* Our own writes (commit, injection) never reach us: they cannot overrun the socket. */
+	if (cfg->general.filter.kernelspace)
+		err = set_kernel_filter(c);
+	else
+		err = kernel_events_set_filter(c->events, true, NULL, 0);
+	if (err < 0)
+		log_warning("cannot filter our own writes out of the event socket: %s", strerror(-err));
+	cache_start_load(c, LOAD_STARTUP);
+	return c->dump ? 0 : -EIO;
+}
+
+void cache_set_listener(struct cache *c, const struct cache_listener *l)
+{
+	c->listener = *l;
+}
+
+void cache_set_exp_listener(struct cache *c, const struct cache_exp_listener *l)
+{
+	c->x.listener = *l;
+}
+
+int cache_reopen_logs(struct cache *c)
+{
+	return stats_log_reopen(c->stats_log);
+}
+
+void cache_free(struct cache *c)
+{
+	const char *bye = "ctsyncd: the daemon is exiting";
+
+	if (!c)
+		return;
+	cache_finish_all(&c->commit_waiters, CTL_STATUS_FAILED, "%s", bye);
+	cache_finish_all(&c->x.load_waiters, CTL_STATUS_FAILED, "%s", bye);
+	cache_finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "%s", bye);
+	cache_finish_all(&c->load_waiters, CTL_STATUS_FAILED, "%s", bye);
+	kernel_dump_cancel(c->x.dump);
+	stats_log_free(c->stats_log);
+	kernel_getter_free(c->getter);
+	if (c->dump)
+		kernel_dump_cancel(c->dump);
+	if (c->writer) {
+		kernel_writer_cancel(c->writer);
+		kernel_writer_free(c->writer);
+	}
+	if (c->events)
+		kernel_events_close(c->events);
+	loop_timer_free(c->purge_timer);
+	loop_timer_free(c->expiry.timer);
+	loop_timer_free(c->x.expiry.timer);
+	loop_timer_free(c->poll_timer);
+	flow_filter_free(c->filter);
+	flow_table_free(c->internal);
+	flow_table_free(c->external);
+	exp_table_free(c->x.seen);
+	exp_table_free(c->x.internal);
+	exp_table_free(c->x.external);
+	free(c->marks);
+	free(c->inject_ring);
+	free(c);
+}
+
+struct flow_table *cache_internal(struct cache *c)
+{
+	return c->internal;
+}
+
+struct flow_table *cache_external(struct cache *c)
+{
+	return c->external;
+}
+
+struct exp_table *cache_exp_internal(struct cache *c)
+{
+	return c->x.internal;
+}

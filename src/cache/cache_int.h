@@ -1,0 +1,246 @@
+/*
+ * cache_int.h - what the files of src/cache share: the object, and the
+ * rules that conntracks and expectations have in common (waiting requests,
+ * timeouts at commit and injection, ALARM's expiry, writer cookies).
+ * Private to src/cache/.
+ */
+#ifndef CTSYNCD_CACHE_INT_H
+#define CTSYNCD_CACHE_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "flow.h"
+#include "loop.h"
+
+struct exp_table;
+struct flow_filter;
+struct kernel_dump;
+struct kernel_events;
+struct kernel_getter;
+struct stats_log;
+
+#define CACHE_MAX_WAITERS 8
+/* s: the timeout of a state written into the kernel without a usable one of its own */
+#define CACHE_DEFAULT_TIMEOUT 60u
+
+/*
+ * Writer cookies say whose a failed request was (cache.c routes it): a
+ * direct injection or mirror write (the low bits index the ring that
+ * keeps its state), an expectation request, or else a commit of the
+ * external conntrack entry whose handle the cookie is.
+ */
+#define COOKIE_INJECT (1ull << 63)
+#define COOKIE_EXP    (1ull << 62)
+/* Directly injected states, kept until their batch is answered: more than one batch holds. */
+#define INJECT_RING 4096
+
+/* A directly injected state, kept until its batch is answered. */
+struct inject_slot {
+	uint64_t cookie;
+	struct flow flow;
+	struct flow_ext ext;
+};
+
+/* Control requests that wait for an operation to end (commit, flush, load). */
+struct waiters {
+	struct control_request *req[CACHE_MAX_WAITERS];
+	unsigned n;
+};
+
+/*
+ * ALARM's expiry of a table of the peer's entries: each run visits the
+ * next `visit` entries and deletes those not refreshed for CacheTimeout,
+ * then comes back `period_ms` later, or `pass_ms` after a whole pass, so
+ * that a large table is swept in slices, never in one stall.
+ */
+struct cache_expiry {
+	struct loop_timer *timer;
+	uint32_t cursor;
+	unsigned visit;
+	unsigned period_ms, pass_ms;
+	uint32_t timeout_s;
+	uint64_t expired;
+	void *table;
+	uint32_t (*next)(void *table, uint32_t *cursor);
+	uint32_t (*updated)(void *table, uint32_t h);
+	void (*remove)(void *table, uint32_t h);
+	struct cache *cache;
+};
+
+enum load_kind {
+	LOAD_STARTUP,     /* fill the internal cache, tell nobody */
+	LOAD_REDUMP,      /* -R: refresh from the kernel, tell nobody, sweep what vanished */
+	LOAD_RESYNC,      /* after an overrun: refresh, tell the listener, sweep */
+	LOAD_POLL,        /* PollSecs: the same as LOAD_RESYNC, from a timer */
+};
+
+/* What the last completed poll found. */
+struct poll_result {
+	uint64_t unix_time;               /* when it ended, s since the epoch */
+	uint64_t duration_ms;
+	uint64_t states, told_new, told_updated, vanished;
+};
+
+struct cache_counters {
+	uint64_t events_new, events_update, events_destroy, events_filtered, events_unknown;
+	uint64_t remote_new, remote_update, remote_delete, remote_delete_unknown, remote_failed;
+	uint64_t commits, committed_ok, committed_updated, committed_failed;
+	uint64_t injected_ok, injected_failed;
+	uint64_t resyncs, swept;
+	uint64_t purges, purged;
+	uint64_t masters_reread;          /* sequence adjustments learnt by reread_master */
+	uint64_t traffic_packets, traffic_bytes;   /* counters of the destroyed flows */
+};
+
+struct exp_counters {
+	uint64_t events_new, events_destroy, events_own, events_malformed;
+	uint64_t filtered_helper, filtered_master;
+	uint64_t remote_new, remote_delete, remote_delete_unknown, remote_failed;
+	uint64_t commits, committed_ok, committed_failed;
+	uint64_t injected, write_failed;
+	uint64_t loads, vanished;
+};
+
+/* The expectation caches (ExpectationSync): `internal` is NULL when the option is off. */
+struct cache_exps {
+	struct exp_table *internal;
+	struct exp_table *external;
+	struct cache_exp_listener listener;
+	struct exp_counters n;
+	int last_errno;                   /* of the latest failed request */
+	struct flow_exp scratch;          /* an expectation event's, for its master */
+
+	/* the dump in progress: what it saw, applied when it ends */
+	struct kernel_dump *dump;
+	struct exp_table *seen;
+	bool dump_tells;
+	struct waiters load_waiters;
+
+	struct cache_expiry expiry;       /* ALARM */
+};
+
+struct cache {
+	const struct config *cfg;
+	struct loop *loop;
+	struct flow_table *internal;
+	struct flow_table *external;
+	struct flow_filter *filter;
+	struct kernel_events *events;
+	struct kernel_writer *writer;
+	struct kernel_getter *getter;     /* re-reads a master (reread_master), made when first needed */
+	struct stats_log *stats_log;      /* Stats mode: the log of destroyed flows, or NULL */
+	struct flow_full reread;          /* what it read */
+	struct cache_listener listener;
+	struct flow_full scratch;         /* one state being moved (1 KiB+: not on the stack) */
+	bool event_labels_whole;          /* the UPDATE being stored reports its labels even if none */
+	struct cache_counters n;
+	struct cache_exps x;
+
+	/* the current load from the kernel (startup, -R, overrun resync, poll) */
+	struct kernel_dump *dump;
+	enum load_kind load;
+	uint8_t *marks;                   /* LOAD_* bits per internal handle, during a load */
+	size_t nmarks;
+	uint64_t load_started_ms;
+	struct waiters load_waiters;
+	bool resync_again;                /* another overrun during the resync */
+	uint64_t load_filtered;           /* dumped states the Filter left out */
+	uint64_t load_told_new, load_told_updated;
+
+	/* PollSecs: the timer between polls, and a poll put off by another load */
+	struct loop_timer *poll_timer;
+	bool poll_due;
+	uint64_t polls, polls_delayed;
+	struct poll_result last_poll;
+
+	/* the commit in progress */
+	bool committing;
+	int commit_pass;                  /* 0: plain states, 1: related ones */
+	uint32_t commit_cursor;
+	uint64_t commit_started_ms;
+	struct kernel_write_stats commit_stats;
+	uint64_t commit_updated;
+	bool commit_expects;              /* a waiter asked for the expectations too */
+	struct waiters commit_waiters;
+
+	/* direct injection (DisableExternalCache), and the mirror of HotStandby */
+	struct inject_slot *inject_ring;
+	uint64_t inject_seq;
+	bool mirroring;                   /* HotStandby, while this node is a backup */
+
+	/* the kernel flush / purge in progress, and the scheduled purge (-t) */
+	bool purging;
+	struct waiters purge_waiters;
+	struct loop_timer *purge_timer;
+
+	struct cache_expiry expiry;       /* ALARM: the external conntrack cache */
+};
+
+static inline uint32_t cache_now_s(const struct cache *c)
+{
+	return (uint32_t)(loop_now_ms(c->loop) / 1000u);
+}
+
+static inline bool cache_has_exps(const struct cache *c)
+{
+	return c->x.internal != NULL;
+}
+
+/* ---- cache.c: shared rules ---- */
+/* Keep `req` until the operation ends; CONTROL_DONE with an answer if too many wait. */
+enum control_result cache_wait_for(struct waiters *w, struct control_request *req);
+/* Answer every waiting request with one line and `status`. */
+void cache_finish_all(struct waiters *w, enum ctl_status status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* An expectation request while ExpectationSync is off. */
+enum control_result cache_no_exps(struct control_request *req);
+/*
+ * conntrackd's rule for a state written at commit: CommitTimeout, else
+ * what is left of the timeout it carried when it was stored `updated_s`
+ * (60 s at least).  `timeout` 0: none.
+ */
+uint32_t cache_commit_timeout(const struct cache *c, uint32_t updated_s, uint32_t timeout);
+/* The timeout of a state written as it arrives: its own, or 60 s. */
+static inline uint32_t cache_inject_timeout(uint32_t timeout)
+{
+	return timeout ? timeout : CACHE_DEFAULT_TIMEOUT;
+}
+/* Arm `e` over a table (ALARM).  0 or -ENOMEM. */
+int cache_expiry_start(struct cache_expiry *e, struct cache *c);
+
+/* ---- local.c / local_exp.c: the internal caches ---- */
+/* Start a load of the kernel table (and, when it ends, of its expectations). */
+void cache_start_load(struct cache *c, enum load_kind kind);
+/* Delete without telling the peer (flushes, -R). */
+void cache_forget_local(struct cache *c, uint32_t handle);
+/* A kernel flush is about to start: a poll running now is dropped and run again after it. */
+void cache_abandon_poll(struct cache *c);
+/* After a load or a kernel flush: the poll that waited, or the next one PollSecs later. */
+void cache_poll_go_on(struct cache *c);
+extern const struct kernel_events_cb cache_event_cb;
+void cache_on_poll_timer(struct loop *loop, struct loop_timer *timer, void *arg);
+/* An expectation event from the event socket. */
+void cache_exp_on_event(struct cache *c, const void *msg, size_t len, bool own_write);
+/*
+ * Dump the kernel's expectations into the internal table; those no longer
+ * there leave it.  `tell`: the listener hears of the differences;
+ * `req`, if not NULL, is answered when the dump ends.  0 or -errno.
+ */
+int cache_exp_load(struct cache *c, bool tell, struct control_request *req);
+
+/* ---- remote.c: the external caches ---- */
+/* A failed injection or mirror write (cookie with COOKIE_INJECT). */
+void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int err);
+/* A failed expectation request (cookie with COOKIE_EXP). */
+void cache_exp_write_error(struct cache *c, enum kernel_op op, int err);
+
+/* ---- flush.c ---- */
+void cache_on_purge_timer(struct loop *loop, struct loop_timer *timer, void *arg);
+
+/* ---- commit.c ---- */
+/* A failed commit request (cookie: the external entry's handle). */
+void cache_commit_error(struct cache *c, enum kernel_op op, uint64_t cookie, int err);
+
+#endif

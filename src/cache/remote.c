@@ -1,0 +1,183 @@
+/*
+ * remote.c - the external caches: the peer's conntracks and expectations,
+ * kept until a commit, or written into the kernel as they arrive
+ * (DisableExternalCache; HotStandby's mirror on a backup).
+ */
+#include "cache_int.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "config.h"
+#include "exp_table.h"
+#include "flow_table.h"
+#include "wire_format.h"
+
+static uint32_t ff_timeout(const struct flow_full *ff)
+{
+	return cache_inject_timeout(ff->flow.attrs & FLOW_A_TIMEOUT ? ff->flow.timeout : 0);
+}
+
+/*
+ * Write a received state into the kernel: create; an existing entry is
+ * updated in place (cache_inject_error), for which the request is remembered
+ * in a ring larger than any batch.
+ */
+static int inject(struct cache *c, uint8_t type, const struct flow_full *ff)
+{
+	enum kernel_op op = type == WIRE_T_CT_DEL ? KERNEL_OP_DELETE : KERNEL_OP_CREATE;
+	uint64_t cookie = COOKIE_INJECT | ++c->inject_seq;
+	struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
+	int rc;
+
+	slot->cookie = cookie;
+	slot->flow = ff->flow;
+	slot->ext = ff->ext;
+	rc = kernel_writer_put(c->writer, op, ff, ff_timeout(ff), cookie);
+	if (rc == 0)
+		c->n.injected_ok++;
+	else
+		c->n.injected_failed++;
+	return rc;
+}
+
+static int store_remote(struct cache *c, uint8_t type, const struct flow_full *ff)
+{
+	uint32_t handle;
+	int rc;
+
+	switch (type) {
+	case WIRE_T_CT_NEW:
+	case WIRE_T_CT_UPD:
+		rc = flow_table_upsert(c->external, ff, cache_now_s(c), &handle);
+		if (rc < 0) {
+			c->n.remote_failed++;
+			return rc;
+		}
+		if (type == WIRE_T_CT_NEW)
+			c->n.remote_new++;
+		else
+			c->n.remote_update++;
+		return 0;
+	case WIRE_T_CT_DEL:
+		handle = flow_table_lookup(c->external, &ff->flow.orig);
+		if (!handle) {
+			c->n.remote_delete_unknown++;
+			return 0;
+		}
+		flow_table_delete(c->external, handle);
+		c->n.remote_delete++;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void cache_prefetch_remote(struct cache *c, uint8_t type, const struct flow_full *ff)
+{
+	(void)type;
+	if (!c->cfg->sync.disable_external_cache)
+		flow_table_prefetch(c->external, flow_table_hash(c->external, &ff->flow.orig));
+}
+
+int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff)
+{
+	int rc;
+
+	if (c->cfg->sync.disable_external_cache)
+		return inject(c, type, ff);
+	rc = store_remote(c, type, ff);
+	/*
+	 * HotStandby: a backup also keeps its kernel table equal to the
+	 * primary's, so that a takeover finds every state already there.
+	 */
+	if (rc == 0 && c->mirroring)
+		rc = inject(c, type, ff);
+	return rc;
+}
+
+/* The answer to an injection or mirror write that failed. */
+void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int err)
+{
+	struct inject_slot *slot = &c->inject_ring[cookie % INJECT_RING];
+
+	if (op == KERNEL_OP_CREATE && err == EEXIST && slot->cookie == cookie) {
+		/*
+		 * conntrackd deletes and re-creates; we update in place,
+		 * which keeps the kernel entry (and its counters).  With
+		 * HotStandby the external cache has the state, labels
+		 * included (or a newer one); the ring keeps no labels, so
+		 * with DisableExternalCache an update leaves the entry's
+		 * labels as they are (unless the state lost them all).
+		 */
+		uint32_t h = c->cfg->sync.disable_external_cache ? 0 :
+			     flow_table_lookup(c->external, &slot->flow.orig);
+
+		if (!h || flow_table_export(c->external, h, &c->scratch) < 0) {
+			c->scratch.flow = slot->flow;
+			c->scratch.ext = slot->ext;
+			c->scratch.flow.attrs &= ~FLOW_A_LABELS;
+			c->scratch.labels.words = 0;
+		}
+		if (kernel_writer_put(c->writer, KERNEL_OP_UPDATE, &c->scratch,
+				      ff_timeout(&c->scratch), cookie) == 0)
+			return;
+	}
+	if (!(op == KERNEL_OP_DELETE && err == ENOENT))
+		c->n.injected_failed++;
+}
+
+void cache_flush_external(struct cache *c)
+{
+	flow_table_clear(c->external);
+}
+
+/* ---- expectations ------------------------------------------------------------------ */
+
+/*
+ * The kernel has no update event for expectations and 1.4.7 sends none: a
+ * NEW replaces, an UPD is taken as a NEW.
+ */
+static void inject_exp(struct cache *c, uint8_t type, const struct flow_exp *e)
+{
+	enum kernel_op op = type == WIRE_T_EXP_DEL ? KERNEL_OP_DELETE : KERNEL_OP_CREATE;
+	uint32_t timeout = cache_inject_timeout(e->attrs & FLOW_EXP_A_TIMEOUT ? e->timeout : 0);
+
+	if (kernel_writer_put_exp(c->writer, op, e, timeout, COOKIE_EXP) < 0)
+		c->x.n.write_failed++;
+	else
+		c->x.n.injected++;
+}
+
+int cache_apply_remote_exp(struct cache *c, uint8_t type, const struct flow_exp *e)
+{
+	uint32_t h;
+	int r;
+
+	if (c->cfg->sync.disable_external_cache) {
+		inject_exp(c, type, e);
+		return 0;
+	}
+	if (type == WIRE_T_EXP_DEL) {
+		if ((h = exp_table_lookup(c->x.external, e)) == 0) {
+			c->x.n.remote_delete_unknown++;
+			return 0;
+		}
+		c->x.n.remote_delete++;
+		return exp_table_delete(c->x.external, h);
+	}
+	r = exp_table_upsert(c->x.external, e, cache_now_s(c), &h);
+	if (r < 0) {
+		c->x.n.remote_failed++;
+		return r;
+	}
+	c->x.n.remote_new++;
+	return 0;
+}
+
+void cache_exp_write_error(struct cache *c, enum kernel_op op, int err)
+{
+	if (op == KERNEL_OP_DELETE && err == ENOENT)
+		return;         /* gone already: what a DEL wanted */
+	c->x.n.write_failed++;
+	c->x.last_errno = err;
+}
