@@ -15,7 +15,6 @@
 #include "log.h"
 #include "loop.h"
 #include "report.h"
-#include "wire.h"
 
 /* ---- sending ------------------------------------------------------------------- */
 
@@ -203,16 +202,6 @@ void link_group_set_active(struct link_group *g, struct link *l)
 		switch_to(g, l->index, "requested");
 }
 
-/* At least one well-framed message of our version: noise on the port moves nothing. */
-static bool well_framed(const void *buf, size_t len)
-{
-	struct wire_split s;
-	struct wire_msg m;
-
-	wire_split_init(&s, buf, len, false);
-	return wire_split_next(&s, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
-}
-
 void link_deliver(struct link *l, const void *buf, size_t len, const struct sockaddr *src)
 {
 	struct link_group *g = l->group;
@@ -221,7 +210,8 @@ void link_deliver(struct link *l, const void *buf, size_t len, const struct sock
 	 * The peer sends on this link, so it failed over: follow it, as
 	 * 1.4.7 does, before the callback, so that an answer goes there too.
 	 */
-	if (l->index != g->active && link_flags_running(l->ifflags) && well_framed(buf, len))
+	if (l->index != g->active && link_flags_running(l->ifflags) &&
+	    g->frame_valid(g->arg, buf, len))
 		switch_to(g, l->index, "the peer sends on it");
 	g->on_receive(g->arg, l, buf, len, src);
 }
@@ -275,8 +265,8 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	int err;
 
 	*out = NULL;
-	if (!s || !p->on_receive || s->nlinks == 0 || s->nlinks > CONFIG_MAX_LINKS ||
-	    s->default_link >= s->nlinks)
+	if (!s || !p->on_receive || !p->frame_len || !p->frame_valid || s->nlinks == 0 ||
+	    s->nlinks > CONFIG_MAX_LINKS || s->default_link >= s->nlinks)
 		return -EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -284,6 +274,8 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	g->loop = loop;
 	g->on_receive = p->on_receive;
 	g->on_switch = p->on_switch;
+	g->frame_len = p->frame_len;
+	g->frame_valid = p->frame_valid;
 	g->arg = p->arg;
 	g->event_limit = p->event_iteration_limit ? p->event_iteration_limit
 						  : CONFIG_DEFAULT_EVENT_ITER_LIMIT;
