@@ -44,6 +44,7 @@
 #ifndef CTSYNCD_LINK_H
 #define CTSYNCD_LINK_H
 
+#include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,7 +53,6 @@
 #include "config.h"
 
 struct loop;
-struct report;
 struct link;
 struct link_group;
 
@@ -177,17 +177,6 @@ struct link *link_group_active(struct link_group *g);
  */
 void link_group_set_active(struct link_group *g, struct link *l);
 
-/*
- * Statistics as `conntrackd -s link` shows them, one section per link
- * ("link_0" ...): device, kind, addresses, status RUNNING / NO-CARRIER /
- * DOWN, role ACTIVE / BACKUP, bytes, packets and errors sent and received;
- * for TCP also "tcp: server=connected|disconnected client=connected|
- * disconnected" (the tokens upstream's tests grep for) and the same as
- * booleans.  Then the channel: payload limit, buffered bytes, queue
- * length and drops.  Written into the report's current section.
- */
-void link_group_report(const struct link_group *g, struct report *r);
-
 /* ---- one link ------------------------------------------------------------ */
 
 unsigned link_index(const struct link *l);            /* position in the configuration */
@@ -216,5 +205,44 @@ struct link_stats {
 
 /* Counters of one link: packets are datagrams (TCP: batches written / reads delivered). */
 void link_get_stats(const struct link *l, struct link_stats *out);
+
+/* ---- a snapshot for statistics (`-s link` is rendered by control) ------------ */
+
+/* Room for an address and port as text: "192.0.2.1:3780", "[fe80::1%eth0]:3780". */
+#define LINK_ADDR_STRLEN        80
+
+struct link_info {
+	unsigned index;                 /* position in the configuration */
+	char ifname[IF_NAMESIZE];       /* Interface */
+	enum config_link_kind kind;
+	const char *status;             /* "RUNNING", "NO-CARRIER" or "DOWN" (static) */
+	bool active;
+	char local[LINK_ADDR_STRLEN];   /* bound here; multicast: the group */
+	char dest[LINK_ADDR_STRLEN];    /* sent there; multicast: the group */
+	uint32_t mtu;
+	size_t payload_max;
+	bool tcp_server_connected;      /* as link_tcp_server_connected() */
+	bool tcp_client_connected;
+	struct link_stats stats;
+};
+
+/* The channel buffer and the queue the links share. */
+struct link_channel_info {
+	unsigned active;                /* index of the active link */
+	size_t payload_max;             /* the active link's */
+	size_t buffered_bytes;          /* link_group_buffered() */
+	unsigned queued_datagrams;      /* link_group_backlog() */
+	unsigned queue_max;
+	uint64_t dropped_datagrams, dropped_bytes;
+	uint64_t failovers;             /* switches of the active link */
+};
+
+/*
+ * Copy the state of every link, in configuration order, into links[] and
+ * of the channel into *channel; returns the number of links.  Nothing is
+ * kept: the snapshot is the caller's.
+ */
+unsigned link_group_info(const struct link_group *g, struct link_info links[CONFIG_MAX_LINKS],
+			 struct link_channel_info *channel);
 
 #endif

@@ -23,6 +23,7 @@
 #include "caches.h"
 #include "expects.h"
 #include "config.h"
+#include "control_link_report.h"
 #include "control_server.h"
 #include "flow_table.h"
 #include "link.h"
@@ -427,11 +428,11 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	case CTL_STATS_NETWORK:
 		report_network(r, rep);
 		report_begin(rep, "links");
-		link_group_report(r->links, rep);
+		control_report_link_group(rep, r->links);
 		report_end(rep);
 		break;
 	case CTL_STATS_LINK:
-		link_group_report(r->links, rep);
+		control_report_link_group(rep, r->links);
 		break;
 	default: /* rsqueue, queue */
 		report_queues(r, rep);

@@ -16,7 +16,7 @@
  *   wait-report RE SECS  until the link report matches the regex RE
  *   stats                what arrived: messages, datagrams, sizes, gaps
  *   reset                forget what arrived
- *   report / json        link_group_report() as text / JSON
+ *   report / json        the link report (-s link) as text / JSON
  *   active I             make link I the active one
  *   quit
  *
@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "control_link_report.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
@@ -239,7 +240,7 @@ static char *render(struct driver *d, enum report_format f)
 
 	if (!r)
 		return NULL;
-	link_group_report(d->g, r);
+	control_report_link_group(r, d->g);
 	text = report_finish(r, NULL);
 	if (text)
 		copy = strdup(text);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control_link_report.h"
 #include "internal.h"
 #include "loop.h"
 #include "report.h"
@@ -764,7 +765,7 @@ START_TEST(tcp_group_on_loopback_connects_to_itself_and_reports_it)
 	ck_assert_uint_eq(link_group_backlog(g), 0);
 
 	r = report_new(REPORT_TEXT);
-	link_group_report(g, r);
+	control_report_link_group(r, g);
 	text = report_finish(r, NULL);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "server=connected client=connected") != NULL,
