@@ -8,7 +8,10 @@
  * sends them when a datagram is full or when link_group_flush() runs (the
  * daemon calls it from the loop's before-sleep hook, once per iteration).
  * Received bytes come back through one callback: whole datagrams for UDP
- * and multicast, runs of whole messages for TCP (after stream reassembly).
+ * and multicast, runs of whole frames for TCP (after stream reassembly).
+ * Where a frame ends, and whether bytes are a frame of the peer at all, the
+ * owner says through two more callbacks (link_frame_len_fn,
+ * link_frame_valid_fn): the link never reads inside a message.
  *
  * Sending: one link of the group is active (the Default one, else the
  * first).  rtnetlink link state is watched; when the active device is not
@@ -18,9 +21,9 @@
  * when no link is usable.  1.4.7 (reference §4.5) takes the first other
  * link that is UP or RUNNING even when a later one is both, and so can
  * swap between two links without carrier at every rtnetlink message.  A
- * well-framed message (wire_split) received on another link whose device
- * is UP and RUNNING makes that link the active one, as in 1.4.7.  Every
- * link keeps receiving.
+ * datagram (TCP: run of frames) that the owner's frame_valid accepts,
+ * received on another link whose device is UP and RUNNING, makes that link
+ * the active one, as in 1.4.7.  Every link keeps receiving.
  *
  * Datagrams that cannot leave yet wait in one queue per group, in order:
  * the socket buffer is full (EAGAIN/ENOBUFS), the device or the route is
@@ -41,6 +44,7 @@
 #ifndef CTSYNCD_LINK_H
 #define CTSYNCD_LINK_H
 
+#include <net/if.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +53,6 @@
 #include "config.h"
 
 struct loop;
-struct report;
 struct link;
 struct link_group;
 
@@ -62,9 +65,14 @@ struct link_group;
 #define LINK_QUEUE_MAX          65536u
 /* The largest message append accepts; 1.4.7 builds each in 4 KiB (§1.1). */
 #define LINK_MSG_MAX            4096u
+/*
+ * The longest frame a TCP stream may carry (a 16-bit length): the stream
+ * buffer holds two, so that a frame cut by a read always has room to end.
+ */
+#define LINK_FRAME_MAX          65535u
 
 /*
- * A datagram (UDP, multicast) or a run of whole messages (TCP), `len` > 0
+ * A datagram (UDP, multicast) or a run of whole frames (TCP), `len` > 0
  * bytes, received on `from`.  `src` is the sender's address (the peer of
  * the TCP connection), so that the sync layer can keep state per peer.
  * The bytes are valid only during the call.  The callback may append and
@@ -76,12 +84,34 @@ typedef void (*link_receive_fn)(void *arg, struct link *from, const void *buf, s
 /* The active link changed from `old` to `now` (both non-NULL). */
 typedef void (*link_switch_fn)(void *arg, struct link *old, struct link *now);
 
+/*
+ * Framing of a TCP stream.  `buf` holds the `len` > 0 bytes received at the
+ * head of the stream.  Returns the length of the first frame when all of
+ * it is there (1 ... min(len, LINK_FRAME_MAX)), 0 when more bytes are
+ * needed to tell, or a negative errno when these bytes can never start a
+ * frame; then *why may be set to a static string naming the cause.  The
+ * link cannot find another boundary after that: it delivers the frames
+ * before it, counts an error received (errors_recv), logs the cause with
+ * the device and ends the connection; the peer reconnects.  A length out
+ * of range is taken as such an error.
+ */
+typedef long (*link_frame_len_fn)(void *arg, const void *buf, size_t len, const char **why);
+
+/*
+ * Does this datagram (TCP: run of frames) start with a frame the owner
+ * accepts from its peer?  Only then does a datagram received on a backup
+ * link make it the active one: noise on the port moves nothing.
+ */
+typedef bool (*link_frame_valid_fn)(void *arg, const void *buf, size_t len);
+
 struct link_group_params {
 	const struct config_sync *sync;     /* links[], nlinks, default_link; copied */
 	uint32_t event_iteration_limit;     /* datagrams (TCP: reads) per wake-up; 0 = 100 */
 	link_receive_fn on_receive;         /* required */
 	link_switch_fn on_switch;           /* may be NULL */
-	void *arg;                          /* given to both callbacks */
+	link_frame_len_fn frame_len;        /* required */
+	link_frame_valid_fn frame_valid;    /* required */
+	void *arg;                          /* given to every callback */
 };
 
 /*
@@ -89,7 +119,8 @@ struct link_group_params {
  * listener and first client connection attempt, the MTU (SIOCGIFMTU) of
  * each Interface and the rtnetlink watch.  All or nothing: on failure the
  * cause is logged with the link's device and line, and -errno returned
- * (-ENODEV: no such Interface; -EADDRNOTAVAIL, -EADDRINUSE: bind).
+ * (-EINVAL: a required callback is missing; -ENODEV: no such Interface;
+ * -EADDRNOTAVAIL, -EADDRINUSE: bind).
  */
 int link_group_open(struct link_group **out, struct loop *loop, const struct link_group_params *p);
 
@@ -146,17 +177,6 @@ struct link *link_group_active(struct link_group *g);
  */
 void link_group_set_active(struct link_group *g, struct link *l);
 
-/*
- * Statistics as `conntrackd -s link` shows them, one section per link
- * ("link_0" ...): device, kind, addresses, status RUNNING / NO-CARRIER /
- * DOWN, role ACTIVE / BACKUP, bytes, packets and errors sent and received;
- * for TCP also "tcp: server=connected|disconnected client=connected|
- * disconnected" (the tokens upstream's tests grep for) and the same as
- * booleans.  Then the channel: payload limit, buffered bytes, queue
- * length and drops.  Written into the report's current section.
- */
-void link_group_report(const struct link_group *g, struct report *r);
-
 /* ---- one link ------------------------------------------------------------ */
 
 unsigned link_index(const struct link *l);            /* position in the configuration */
@@ -185,5 +205,44 @@ struct link_stats {
 
 /* Counters of one link: packets are datagrams (TCP: batches written / reads delivered). */
 void link_get_stats(const struct link *l, struct link_stats *out);
+
+/* ---- a snapshot for statistics (`-s link` is rendered by control) ------------ */
+
+/* Room for an address and port as text: "192.0.2.1:3780", "[fe80::1%eth0]:3780". */
+#define LINK_ADDR_STRLEN        80
+
+struct link_info {
+	unsigned index;                 /* position in the configuration */
+	char ifname[IF_NAMESIZE];       /* Interface */
+	enum config_link_kind kind;
+	const char *status;             /* "RUNNING", "NO-CARRIER" or "DOWN" (static) */
+	bool active;
+	char local[LINK_ADDR_STRLEN];   /* bound here; multicast: the group */
+	char dest[LINK_ADDR_STRLEN];    /* sent there; multicast: the group */
+	uint32_t mtu;
+	size_t payload_max;
+	bool tcp_server_connected;      /* as link_tcp_server_connected() */
+	bool tcp_client_connected;
+	struct link_stats stats;
+};
+
+/* The channel buffer and the queue the links share. */
+struct link_channel_info {
+	unsigned active;                /* index of the active link */
+	size_t payload_max;             /* the active link's */
+	size_t buffered_bytes;          /* link_group_buffered() */
+	unsigned queued_datagrams;      /* link_group_backlog() */
+	unsigned queue_max;
+	uint64_t dropped_datagrams, dropped_bytes;
+	uint64_t failovers;             /* switches of the active link */
+};
+
+/*
+ * Copy the state of every link, in configuration order, into links[] and
+ * of the channel into *channel; returns the number of links.  Nothing is
+ * kept: the snapshot is the caller's.
+ */
+unsigned link_group_info(const struct link_group *g, struct link_info links[CONFIG_MAX_LINKS],
+			 struct link_channel_info *channel);
 
 #endif

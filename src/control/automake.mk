@@ -1,10 +1,13 @@
 # src/control: the command line, the client of the control socket, the
-# pure protocol helpers and the statistics report renderer.
+# pure protocol helpers, the statistics report renderer and what it shows
+# of the links (`-s link`).
+noinst_HEADERS += include/control_link_report.h
 libctsyncd_a_SOURCES += \
 	src/control/cli.c \
 	src/control/proto.c \
 	src/control/client.c \
-	src/control/report.c
+	src/control/report.c \
+	src/control/link_report.c
 
 check_PROGRAMS += tests/unit/check_cli tests/unit/check_report tests/unit/check_client
 TESTS += tests/unit/check_cli tests/unit/check_report tests/unit/check_client

@@ -22,6 +22,7 @@
 
 #include "cache.h"
 #include "config.h"
+#include "control_link_report.h"
 #include "control_server.h"
 #include "flow_table.h"
 #include "link.h"
@@ -118,6 +119,39 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 		if (st == WIRE_SPLIT_ERROR)
 			ftfw_count_rejected(r->engine, (unsigned)peer, m[n].reason);
 	}
+}
+
+/*
+ * The link's framing: a TCP stream is cut where the splitter, in stream
+ * mode, ends one message.  A foreign version is still a whole message
+ * (the engine counts it); a length that can never be valid loses the
+ * stream.
+ */
+static long frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	struct wire_split split;
+	struct wire_msg m;
+
+	wire_split_init(&split, buf, len, true);
+	switch (wire_split_next(&split, &m)) {
+	case WIRE_SPLIT_MSG:
+		return (long)m.len;
+	case WIRE_SPLIT_ERROR:
+		*why = wire_reason_name(m.reason);
+		return -EBADMSG;
+	default:
+		return 0;
+	}
+}
+
+/* The peer speaks on a link when a datagram starts with a whole message of our version. */
+static bool frame_valid(void *arg, const void *buf, size_t len)
+{
+	struct wire_split split;
+	struct wire_msg m;
+
+	wire_split_init(&split, buf, len, false);
+	return wire_split_next(&split, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
 }
 
 static void emit(void *arg, const void *msg, size_t len)
@@ -393,11 +427,11 @@ enum control_result replication_answer_stats(struct control_request *req, void *
 	case CTL_STATS_NETWORK:
 		report_network(r, rep);
 		report_begin(rep, "links");
-		link_group_report(r->links, rep);
+		control_report_link_group(rep, r->links);
 		report_end(rep);
 		break;
 	case CTL_STATS_LINK:
-		link_group_report(r->links, rep);
+		control_report_link_group(rep, r->links);
 		break;
 	default: /* rsqueue, queue */
 		report_queues(r, rep);
@@ -444,6 +478,8 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.sync = &cfg->sync,
 		.event_iteration_limit = cfg->general.event_iteration_limit,
 		.on_receive = on_receive,
+		.frame_len = frame_len,
+		.frame_valid = frame_valid,
 	};
 	struct cache_listener listener = {
 		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,

@@ -14,8 +14,6 @@
 #include "internal.h"
 #include "log.h"
 #include "loop.h"
-#include "report.h"
-#include "wire.h"
 
 /* ---- sending ------------------------------------------------------------------- */
 
@@ -203,16 +201,6 @@ void link_group_set_active(struct link_group *g, struct link *l)
 		switch_to(g, l->index, "requested");
 }
 
-/* At least one well-framed message of our version: noise on the port moves nothing. */
-static bool well_framed(const void *buf, size_t len)
-{
-	struct wire_split s;
-	struct wire_msg m;
-
-	wire_split_init(&s, buf, len, false);
-	return wire_split_next(&s, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
-}
-
 void link_deliver(struct link *l, const void *buf, size_t len, const struct sockaddr *src)
 {
 	struct link_group *g = l->group;
@@ -221,7 +209,8 @@ void link_deliver(struct link *l, const void *buf, size_t len, const struct sock
 	 * The peer sends on this link, so it failed over: follow it, as
 	 * 1.4.7 does, before the callback, so that an answer goes there too.
 	 */
-	if (l->index != g->active && link_flags_running(l->ifflags) && well_framed(buf, len))
+	if (l->index != g->active && link_flags_running(l->ifflags) &&
+	    g->frame_valid(g->arg, buf, len))
 		switch_to(g, l->index, "the peer sends on it");
 	g->on_receive(g->arg, l, buf, len, src);
 }
@@ -275,8 +264,8 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	int err;
 
 	*out = NULL;
-	if (!s || !p->on_receive || s->nlinks == 0 || s->nlinks > CONFIG_MAX_LINKS ||
-	    s->default_link >= s->nlinks)
+	if (!s || !p->on_receive || !p->frame_len || !p->frame_valid || s->nlinks == 0 ||
+	    s->nlinks > CONFIG_MAX_LINKS || s->default_link >= s->nlinks)
 		return -EINVAL;
 	g = calloc(1, sizeof(*g));
 	if (!g)
@@ -284,6 +273,8 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	g->loop = loop;
 	g->on_receive = p->on_receive;
 	g->on_switch = p->on_switch;
+	g->frame_len = p->frame_len;
+	g->frame_valid = p->frame_valid;
 	g->arg = p->arg;
 	g->event_limit = p->event_iteration_limit ? p->event_iteration_limit
 						  : CONFIG_DEFAULT_EVENT_ITER_LIMIT;
@@ -461,63 +452,37 @@ void link_get_stats(const struct link *l, struct link_stats *out)
 
 /* ---- statistics ------------------------------------------------------------------------- */
 
-static void report_link(const struct link_group *g, const struct link *l, struct report *r)
+static void link_info_fill(const struct link_group *g, const struct link *l, struct link_info *in)
 {
-	char name[16], addr[80];
-
-	snprintf(name, sizeof(name), "link_%u", l->index);
-	report_begin(r, name);
-	report_str(r, "device", l->cfg.ifname);
-	report_str(r, "status", link_status_name(l->ifflags));
-	report_str(r, "role", l->index == g->active ? "ACTIVE" : "BACKUP");
-	report_str(r, "kind", config_link_kind_name(l->cfg.kind));
-	if (l->cfg.kind == CONFIG_LINK_MCAST) {
-		link_sock_addr_str((const struct sockaddr *)&l->dest, addr, sizeof(addr));
-		report_str(r, "group", addr);
-	} else {
-		link_sock_addr_str((const struct sockaddr *)&l->local, addr, sizeof(addr));
-		report_str(r, "local", addr);
-		link_sock_addr_str((const struct sockaddr *)&l->dest, addr, sizeof(addr));
-		report_str(r, "destination", addr);
-	}
-	report_u64(r, "mtu", l->mtu);
-	report_u64(r, "payload_max", l->payload_max);
-	report_u64(r, "bytes_sent", l->stats.bytes_sent);
-	report_u64(r, "packets_sent", l->stats.packets_sent);
-	report_u64(r, "errors_sent", l->stats.errors_sent);
-	report_u64(r, "bytes_received", l->stats.bytes_recv);
-	report_u64(r, "packets_received", l->stats.packets_recv);
-	report_u64(r, "errors_received", l->stats.errors_recv);
-	report_u64(r, "send_blocked", l->stats.blocked);
-	if (l->cfg.kind == CONFIG_LINK_TCP) {
-		bool server = link_tcp_server_connected(l), client = link_tcp_client_connected(l);
-		char both[64];
-
-		/* As 1.4.7 prints it: upstream's tests grep these two tokens. */
-		snprintf(both, sizeof(both), "server=%s client=%s",
-			 server ? "connected" : "disconnected", client ? "connected" : "disconnected");
-		report_str(r, "tcp", both);
-		report_bool(r, "server_connected", server);
-		report_bool(r, "client_connected", client);
-		report_u64(r, "client_connects", l->stats.connects);
-		report_u64(r, "client_disconnects", l->stats.disconnects);
-		report_u64(r, "server_accepts", l->stats.accepts);
-	}
-	report_end(r);
+	memset(in, 0, sizeof(*in));
+	in->index = l->index;
+	snprintf(in->ifname, sizeof(in->ifname), "%s", l->cfg.ifname);
+	in->kind = l->cfg.kind;
+	in->status = link_status_name(l->ifflags);
+	in->active = l->index == g->active;
+	link_sock_addr_str((const struct sockaddr *)&l->local, in->local, sizeof(in->local));
+	link_sock_addr_str((const struct sockaddr *)&l->dest, in->dest, sizeof(in->dest));
+	in->mtu = l->mtu;
+	in->payload_max = l->payload_max;
+	in->tcp_server_connected = link_tcp_server_connected(l);
+	in->tcp_client_connected = link_tcp_client_connected(l);
+	in->stats = l->stats;
 }
 
-void link_group_report(const struct link_group *g, struct report *r)
+unsigned link_group_info(const struct link_group *g, struct link_info links[CONFIG_MAX_LINKS],
+			 struct link_channel_info *channel)
 {
 	for (unsigned i = 0; i < g->nlinks; i++)
-		report_link(g, &g->links[i], r);
-	report_begin(r, "channel");
-	report_str(r, "active", g->links[g->active].cfg.ifname);
-	report_u64(r, "payload_max", g->links[g->active].payload_max);
-	report_u64(r, "buffered_bytes", link_channel_open_len(&g->ch));
-	report_u64(r, "queued_datagrams", link_channel_queued(&g->ch));
-	report_u64(r, "queue_max", g->ch.cap);
-	report_u64(r, "dropped_datagrams", g->ch.dropped);
-	report_u64(r, "dropped_bytes", g->ch.dropped_bytes);
-	report_u64(r, "failovers", g->switches);
-	report_end(r);
+		link_info_fill(g, &g->links[i], &links[i]);
+	*channel = (struct link_channel_info){
+		.active = g->active,
+		.payload_max = g->links[g->active].payload_max,
+		.buffered_bytes = link_channel_open_len(&g->ch),
+		.queued_datagrams = link_channel_queued(&g->ch),
+		.queue_max = g->ch.cap,
+		.dropped_datagrams = g->ch.dropped,
+		.dropped_bytes = g->ch.dropped_bytes,
+		.failovers = g->switches,
+	};
+	return g->nlinks;
 }

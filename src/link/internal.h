@@ -4,7 +4,7 @@
  *
  * Pure parts, no system call:
  *   channel.c   the channel buffer and the queue of datagrams waiting to go
- *   stream.c    TCP stream reassembly into runs of whole messages
+ *   stream.c    TCP stream reassembly into runs of whole frames
  *   policy.c    payload limits, failover choice, status names
  * On the loop:
  *   group.c     the link_group API: open, append, flush, send, receive
@@ -79,10 +79,10 @@ void link_channel_pop(struct link_channel *ch, unsigned n);
 
 /*
  * Received bytes accumulate in `buf`; link_stream_whole() says how many
- * of them, from the start, form whole messages (wire_split in stream
- * mode).  The capacity must exceed twice the largest message (65535 +
- * 65535), so that after link_stream_consume() there is always room to
- * complete a partial message.
+ * of them, from the start, form whole frames (the owner's frame_len).
+ * The capacity must exceed twice the longest frame (LINK_FRAME_MAX), so
+ * that after link_stream_consume() there is always room to complete a
+ * partial frame.
  */
 struct link_stream {
 	uint8_t *buf;
@@ -90,7 +90,7 @@ struct link_stream {
 	size_t used;
 };
 
-#define LINK_STREAM_CAP         (2u * 65536u)
+#define LINK_STREAM_CAP         (2u * (LINK_FRAME_MAX + 1u))
 
 int link_stream_init(struct link_stream *s, size_t cap);
 void link_stream_free(struct link_stream *s);
@@ -100,11 +100,15 @@ uint8_t *link_stream_space(struct link_stream *s, size_t *room);
 /* `n` bytes were read into the space. */
 void link_stream_commit(struct link_stream *s, size_t n);
 /*
- * Bytes of whole messages at the start of the buffer (0: not even one).
- * Returns -EBADMSG when a length can never be valid (0, under the header):
- * the stream is lost and the connection must go.
+ * Bytes of whole frames at the start of the buffer (0: not even one), as
+ * `frame_len` (see link_frame_len_fn) cuts them.  Returns a negative errno
+ * when the first bytes can never start a frame (frame_len's, or -EBADMSG
+ * for a length out of range or a frame that cannot end in the buffer),
+ * with *why set to the cause: the stream is lost and the connection must
+ * go.  Frames before such bytes are counted as whole.
  */
-long link_stream_whole(const struct link_stream *s);
+long link_stream_whole(const struct link_stream *s, link_frame_len_fn frame_len, void *arg,
+		       const char **why);
 /* Drop the first `n` bytes (delivered); the rest moves to the start. */
 void link_stream_consume(struct link_stream *s, size_t n);
 
@@ -173,6 +177,8 @@ struct link_group {
 	struct loop *loop;
 	link_receive_fn on_receive;
 	link_switch_fn on_switch;
+	link_frame_len_fn frame_len;
+	link_frame_valid_fn frame_valid;
 	void *arg;
 	uint32_t event_limit;
 	unsigned nlinks;

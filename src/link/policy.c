@@ -6,16 +6,19 @@
 #include <sys/socket.h>
 
 #include "internal.h"
-#include "wire_format.h"
 
 /* The largest UDP payload: 65535 minus the IPv4 + UDP headers; IPv6's length excludes its header. */
 #define UDP4_PAYLOAD_MAX        65507u
 #define UDP6_PAYLOAD_MAX        65527u
-#define IPV6_EXTRA              20u     /* IPv6 header (40) minus IPv4 header (20) */
+/* Headers without options: IPv4 + UDP is 1.4.7's MTU - 28, IPv4 + TCP its MTU - 40 (§4.1). */
+#define IPV4_HDR_LEN            20u
+#define IPV6_HDR_LEN            40u
+#define UDP_HDR_LEN             8u
+#define TCP_HDR_LEN             20u
 
 size_t link_payload_limit(enum config_link_kind kind, int family, uint32_t mtu)
 {
-	uint32_t overhead = kind == CONFIG_LINK_TCP ? WIRE_TCP_OVERHEAD : WIRE_UDP_OVERHEAD;
+	uint32_t overhead = kind == CONFIG_LINK_TCP ? TCP_HDR_LEN : UDP_HDR_LEN;
 	size_t max = family == AF_INET6 ? UDP6_PAYLOAD_MAX : UDP4_PAYLOAD_MAX;
 	size_t limit;
 
@@ -25,8 +28,7 @@ size_t link_payload_limit(enum config_link_kind kind, int family, uint32_t mtu)
 	 * fragments.  We count the real header; the receiver does not care
 	 * about datagram sizes (it reads into 64 KiB).
 	 */
-	if (family == AF_INET6)
-		overhead += IPV6_EXTRA;
+	overhead += family == AF_INET6 ? IPV6_HDR_LEN : IPV4_HDR_LEN;
 	if (mtu <= overhead)
 		return 0;
 	limit = mtu - overhead;

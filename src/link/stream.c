@@ -1,15 +1,14 @@
 /*
  * stream.c - TCP stream reassembly: received bytes in, runs of whole
- * messages out.  The message boundaries come from the wire splitter in
- * stream mode; this file only keeps the bytes of a message cut by a read
- * until the next read completes it (reference §4.4).
+ * frames out.  The frame boundaries come from the owner's frame_len; this
+ * file only keeps the bytes of a frame cut by a read until the next read
+ * completes it (reference §4.4).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-#include "wire.h"
 
 int link_stream_init(struct link_stream *s, size_t cap)
 {
@@ -44,32 +43,36 @@ void link_stream_commit(struct link_stream *s, size_t n)
 	s->used += n;
 }
 
-long link_stream_whole(const struct link_stream *s)
+long link_stream_whole(const struct link_stream *s, link_frame_len_fn frame_len, void *arg,
+		       const char **why)
 {
-	struct wire_split sp;
-	struct wire_msg m;
+	size_t off = 0;
 
-	wire_split_init(&sp, s->buf, s->used, true);
-	for (;;) {
-		switch (wire_split_next(&sp, &m)) {
-		case WIRE_SPLIT_MSG:
-			/* A foreign version is still a whole message: the sync layer counts it. */
+	*why = NULL;
+	while (off < s->used) {
+		size_t left = s->used - off;
+		long n = frame_len(arg, s->buf + off, left, why);
+
+		if (n > 0 && (size_t)n <= left && (size_t)n <= LINK_FRAME_MAX) {
+			off += (size_t)n;
 			continue;
-		case WIRE_SPLIT_END:
-		case WIRE_SPLIT_MORE:
-			return (long)wire_split_offset(&sp);
-		case WIRE_SPLIT_ERROR:
-		default:
-			/*
-			 * Whole messages before the bad length are still good,
-			 * but once a length is wrong nothing after it can be
-			 * framed: the caller delivers those and drops the rest.
-			 */
-			if (wire_split_offset(&sp) > 0)
-				return (long)wire_split_offset(&sp);
-			return -EBADMSG;
 		}
+		/* Any frame is whole in LINK_FRAME_MAX bytes: asking for more would fill the buffer. */
+		if (n == 0 && left < LINK_FRAME_MAX)
+			break;
+		/*
+		 * Whole frames before the bad bytes are still good, but once
+		 * a boundary is lost nothing after it can be framed: the
+		 * caller delivers those and drops the rest.
+		 */
+		if (off > 0)
+			return (long)off;
+		if (n < 0)
+			return n;
+		*why = n == 0 ? "no end within the longest frame" : "frame length out of range";
+		return -EBADMSG;
 	}
+	return (long)off;
 }
 
 void link_stream_consume(struct link_stream *s, size_t n)

@@ -7,7 +7,8 @@
  * The client connects without blocking, at start and then at most once
  * per second while it is down; datagrams wait in the group's queue (the
  * error queue, ErrorQueueLength long) meanwhile and go first when it is
- * back.  Received bytes are reassembled into whole messages.
+ * back.  Received bytes are reassembled into whole frames (the owner's
+ * frame_len says where they end).
  *
  * Deliberate differences from 1.4.7: the client connects at start and
  * keeps reconnecting on a timer, not only when there is something to send,
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -68,6 +70,7 @@ static void on_conn_readable(struct loop *loop, int fd, unsigned events, void *a
 		size_t room;
 		uint8_t *p = link_stream_space(&l->rx, &room);
 		ssize_t n = recv(fd, p, room, MSG_DONTWAIT);
+		const char *why;
 		long whole;
 
 		if (n < 0) {
@@ -85,11 +88,15 @@ static void on_conn_readable(struct loop *loop, int fd, unsigned events, void *a
 		}
 		link_stream_commit(&l->rx, (size_t)n);
 		l->stats.bytes_recv += (uint64_t)n;
-		whole = link_stream_whole(&l->rx);
+		whole = link_stream_whole(&l->rx, g->frame_len, g->arg, &why);
 		if (whole < 0) {
-			/* A length that can never be right: the framing is lost for good. */
+			char reason[128];
+
+			/* Bytes that can never start a frame: the framing is lost for good. */
 			l->stats.errors_recv++;
-			conn_close(l, "malformed stream (bad message length)");
+			snprintf(reason, sizeof(reason), "malformed stream (%s)",
+				 why ? why : "no frame can start here");
+			conn_close(l, reason);
 			return;
 		}
 		if (whole > 0) {

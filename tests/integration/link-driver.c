@@ -16,7 +16,7 @@
  *   wait-report RE SECS  until the link report matches the regex RE
  *   stats                what arrived: messages, datagrams, sizes, gaps
  *   reset                forget what arrived
- *   report / json        link_group_report() as text / JSON
+ *   report / json        the link report (-s link) as text / JSON
  *   active I             make link I the active one
  *   quit
  *
@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "control_link_report.h"
 #include "link.h"
 #include "log.h"
 #include "loop.h"
@@ -162,6 +163,33 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 	d->hist[n > HIST_MAX ? HIST_MAX : n]++;
 }
 
+/* The daemon's framing (replication.c), which the link leaves to its owner. */
+static long frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	struct wire_split s;
+	struct wire_msg m;
+
+	wire_split_init(&s, buf, len, true);
+	switch (wire_split_next(&s, &m)) {
+	case WIRE_SPLIT_MSG:
+		return (long)m.len;
+	case WIRE_SPLIT_ERROR:
+		*why = wire_reason_name(m.reason);
+		return -EBADMSG;
+	default:
+		return 0;
+	}
+}
+
+static bool frame_valid(void *arg, const void *buf, size_t len)
+{
+	struct wire_split s;
+	struct wire_msg m;
+
+	wire_split_init(&s, buf, len, false);
+	return wire_split_next(&s, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
+}
+
 static void reset_recv(struct driver *d)
 {
 	memset(d->seen, 0, MAX_SEQ / 8);
@@ -212,7 +240,7 @@ static char *render(struct driver *d, enum report_format f)
 
 	if (!r)
 		return NULL;
-	link_group_report(d->g, r);
+	control_report_link_group(r, d->g);
 	text = report_finish(r, NULL);
 	if (text)
 		copy = strdup(text);
@@ -508,6 +536,8 @@ int main(int argc, char **argv)
 	p.event_iteration_limit = cfg.general.event_iteration_limit;
 	p.on_receive = on_receive;
 	p.on_switch = on_switch;
+	p.frame_len = frame_len;
+	p.frame_valid = frame_valid;
 	p.arg = &d;
 	rc = link_group_open(&d.g, d.loop, &p);
 	if (rc < 0) {

@@ -1,7 +1,8 @@
 /*
  * check_link.c - the pure parts of the link module: the channel buffer
  * (packing, exact fit, oversized messages, queue overflow), TCP stream
- * reassembly, payload limits and the failover choice.
+ * reassembly through the owner's framing, payload limits and the failover
+ * choice; then groups on loopback.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control_link_report.h"
 #include "internal.h"
 #include "loop.h"
 #include "report.h"
@@ -28,6 +30,40 @@ static void make_msg(uint8_t *p, size_t len, uint32_t seq)
 	memcpy(p + 4, &s32, 4);
 	for (size_t i = WIRE_HDR_LEN; i < len; i++)
 		p[i] = (uint8_t)(seq * 7 + i);
+}
+
+/*
+ * The daemon's framing (replication.c): a stream is cut where the wire
+ * splitter ends a message; a datagram is the peer's when it starts with a
+ * whole message of our version.  Counted, to show how often the link asks.
+ */
+static unsigned frame_calls;
+
+static long wire_frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	struct wire_split sp;
+	struct wire_msg m;
+
+	frame_calls++;
+	wire_split_init(&sp, buf, len, true);
+	switch (wire_split_next(&sp, &m)) {
+	case WIRE_SPLIT_MSG:
+		return (long)m.len;
+	case WIRE_SPLIT_ERROR:
+		*why = wire_reason_name(m.reason);
+		return -EBADMSG;
+	default:
+		return 0;
+	}
+}
+
+static bool wire_frame_valid(void *arg, const void *buf, size_t len)
+{
+	struct wire_split sp;
+	struct wire_msg m;
+
+	wire_split_init(&sp, buf, len, false);
+	return wire_split_next(&sp, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
 }
 
 /* Close the open batch and list the waiting datagrams' sizes. */
@@ -285,12 +321,13 @@ START_TEST(reassembles_messages_cut_at_every_byte)
 	for (size_t i = 0; i < total; i++) {
 		size_t room;
 		uint8_t *p = link_stream_space(&s, &room);
+		const char *why;
 		long whole;
 
 		ck_assert_uint_ge(room, 1);
 		*p = in[i];
 		link_stream_commit(&s, 1);
-		whole = link_stream_whole(&s);
+		whole = link_stream_whole(&s, wire_frame_len, NULL, &why);
 		ck_assert_int_ge(whole, 0);
 		if (whole > 0) {
 			memcpy(out + delivered, s.buf, (size_t)whole);
@@ -313,6 +350,7 @@ START_TEST(delivers_every_whole_message_of_a_read_at_once)
 	size_t ends[4], total, room;
 	unsigned nends;
 	struct link_stream s;
+	const char *why;
 	uint8_t *p;
 
 	total = make_stream(in, ends, &nends);
@@ -321,13 +359,16 @@ START_TEST(delivers_every_whole_message_of_a_read_at_once)
 	p = link_stream_space(&s, &room);
 	memcpy(p, in, total - 10);
 	link_stream_commit(&s, total - 10);
-	ck_assert_int_eq(link_stream_whole(&s), (long)ends[2]);
+	frame_calls = 0;
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), (long)ends[2]);
+	/* Three whole messages, then one look at the cut one. */
+	ck_assert_uint_eq(frame_calls, 4);
 	link_stream_consume(&s, ends[2]);
 	ck_assert_uint_eq(s.used, total - 10 - ends[2]);
 	p = link_stream_space(&s, &room);
 	memcpy(p, in + total - 10, 10);
 	link_stream_commit(&s, 10);
-	ck_assert_int_eq(link_stream_whole(&s), 1100);
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 1100);
 	ck_assert(memcmp(s.buf, in + ends[2], 1100) == 0);
 	link_stream_free(&s);
 }
@@ -337,6 +378,7 @@ START_TEST(impossible_length_loses_the_stream)
 {
 	uint8_t good[84], bad[8] = { 0x11, 0, 0, 0, 0, 0, 0, 1 };	/* len 0 */
 	struct link_stream s;
+	const char *why;
 	size_t room;
 	uint8_t *p;
 
@@ -347,10 +389,12 @@ START_TEST(impossible_length_loses_the_stream)
 	memcpy(p + sizeof(good), bad, sizeof(bad));
 	link_stream_commit(&s, sizeof(good) + sizeof(bad));
 	/* The good message before it still counts... */
-	ck_assert_int_eq(link_stream_whole(&s), (long)sizeof(good));
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), (long)sizeof(good));
 	link_stream_consume(&s, sizeof(good));
-	/* ...then nothing can be framed any more. */
-	ck_assert_int_eq(link_stream_whole(&s), -EBADMSG);
+	/* ...then nothing can be framed any more, and the owner said why. */
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), -EBADMSG);
+	ck_assert_ptr_nonnull(why);
+	ck_assert_str_eq(why, wire_reason_name(WIRE_R_BAD_SIZE));
 
 	/* Under the header size (len 4) is just as fatal. */
 	link_stream_reset(&s);
@@ -358,7 +402,7 @@ START_TEST(impossible_length_loses_the_stream)
 	p = link_stream_space(&s, &room);
 	memcpy(p, bad, sizeof(bad));
 	link_stream_commit(&s, sizeof(bad));
-	ck_assert_int_eq(link_stream_whole(&s), -EBADMSG);
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), -EBADMSG);
 	link_stream_free(&s);
 }
 END_TEST
@@ -366,6 +410,7 @@ END_TEST
 START_TEST(room_is_left_for_the_longest_message)
 {
 	struct link_stream s;
+	const char *why;
 	size_t room;
 	uint8_t *p;
 	uint16_t l16 = htons(65532);
@@ -378,12 +423,111 @@ START_TEST(room_is_left_for_the_longest_message)
 	p[1] = 0;
 	memcpy(p + 2, &l16, 2);
 	link_stream_commit(&s, 65531);
-	ck_assert_int_eq(link_stream_whole(&s), 0);
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 0);
 	p = link_stream_space(&s, &room);
 	ck_assert_uint_ge(room, 65536);
 	*p = 0xab;
 	link_stream_commit(&s, 1);
-	ck_assert_int_eq(link_stream_whole(&s), 65532);
+	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 65532);
+	link_stream_free(&s);
+}
+END_TEST
+
+/*
+ * A framing that is not the wire format: one length byte, then that many
+ * bytes; a length byte of 0 is never a frame, 0xff claims more than any
+ * frame may be.  The link must cut exactly where it says.
+ */
+static long toy_frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	const uint8_t *p = buf;
+
+	(void)arg;
+	if (p[0] == 0) {
+		*why = "toy: empty frame";
+		return -EPROTO;
+	}
+	if (p[0] == 0xff)
+		return 70000;	/* past LINK_FRAME_MAX */
+	return len > p[0] ? p[0] + 1 : 0;
+}
+
+static void stream_put(struct link_stream *s, const void *bytes, size_t n)
+{
+	size_t room;
+	uint8_t *p = link_stream_space(s, &room);
+
+	ck_assert_uint_ge(room, n);
+	memcpy(p, bytes, n);
+	link_stream_commit(s, n);
+}
+
+START_TEST(stream_is_cut_only_where_the_owner_says)
+{
+	static const uint8_t in[] = { 3, 'a', 'b', 'c', 1, 'd', 4, 'e', 'f', 'g', 'h', 2, 'i' };
+	struct link_stream s;
+	const char *why;
+
+	ck_assert_int_eq(link_stream_init(&s, LINK_STREAM_CAP), 0);
+	/* A read that ends inside the third frame: the first two go, the rest waits. */
+	stream_put(&s, in, 8);
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), 6);
+	link_stream_consume(&s, 6);
+	ck_assert_uint_eq(s.used, 2);
+	/* The next read completes it and starts a fourth. */
+	stream_put(&s, in + 8, sizeof(in) - 8);
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), 5);
+	ck_assert(memcmp(s.buf, in + 6, 5) == 0);
+	link_stream_consume(&s, 5);
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), 0);
+	ck_assert_uint_eq(s.used, 2);
+	link_stream_free(&s);
+}
+END_TEST
+
+START_TEST(impossible_frame_gives_the_owners_error_and_reason)
+{
+	static const uint8_t in[] = { 2, 'a', 'b', 0, 'x' };
+	struct link_stream s;
+	const char *why;
+
+	ck_assert_int_eq(link_stream_init(&s, LINK_STREAM_CAP), 0);
+	stream_put(&s, in, sizeof(in));
+	/* The whole frame before the bad byte is delivered first. */
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), 3);
+	link_stream_consume(&s, 3);
+	why = NULL;
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), -EPROTO);
+	ck_assert_ptr_nonnull(why);
+	ck_assert_str_eq(why, "toy: empty frame");
+	link_stream_free(&s);
+}
+END_TEST
+
+static long greedy_frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	return 0;	/* never enough */
+}
+
+START_TEST(frame_length_out_of_range_loses_the_stream)
+{
+	static uint8_t big[LINK_FRAME_MAX];
+	static const uint8_t over[] = { 0xff, 1, 2, 3 };
+	struct link_stream s;
+	const char *why;
+
+	ck_assert_int_eq(link_stream_init(&s, LINK_STREAM_CAP), 0);
+	/* Longer than LINK_FRAME_MAX, or longer than what was received. */
+	stream_put(&s, over, sizeof(over));
+	ck_assert_int_eq(link_stream_whole(&s, toy_frame_len, NULL, &why), -EBADMSG);
+	ck_assert_ptr_nonnull(why);
+	link_stream_reset(&s);
+	/* Still asking for more with LINK_FRAME_MAX bytes in hand: it would never end. */
+	stream_put(&s, big, LINK_FRAME_MAX - 1);
+	ck_assert_int_eq(link_stream_whole(&s, greedy_frame_len, NULL, &why), 0);
+	stream_put(&s, big, 1);
+	ck_assert_int_eq(link_stream_whole(&s, greedy_frame_len, NULL, &why), -EBADMSG);
+	ck_assert_ptr_nonnull(why);
 	link_stream_free(&s);
 }
 END_TEST
@@ -395,6 +539,9 @@ START_TEST(payload_limit_follows_mtu_kind_and_family)
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_UDP, AF_INET, 1500), 1472);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_MCAST, AF_INET, 1500), 1472);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_TCP, AF_INET, 1500), 1460);
+	/* The channel buffer of the wire format's reference (§4.1). */
+	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_UDP, AF_INET, 9000), 9000 - WIRE_UDP_OVERHEAD);
+	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_TCP, AF_INET, 9000), 9000 - WIRE_TCP_OVERHEAD);
 	/* IPv6: a 40-byte header, so no fragment at full size (1.4.7 sends 20 bytes too many). */
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_UDP, AF_INET6, 1500), 1452);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_MCAST, AF_INET6, 1500), 1452);
@@ -533,7 +680,10 @@ static void loopback_sync(struct config_sync *s, enum config_link_kind kind, uin
 static struct link_group *open_loopback(struct loop *loop, struct config_sync *s,
 					enum config_link_kind kind, struct sink *k)
 {
-	struct link_group_params p = { .sync = s, .on_receive = sink_receive, .arg = k };
+	struct link_group_params p = {
+		.sync = s, .on_receive = sink_receive, .frame_len = wire_frame_len,
+		.frame_valid = wire_frame_valid, .arg = k,
+	};
 	struct link_group *g = NULL;
 	int err = -EADDRINUSE;
 
@@ -615,7 +765,7 @@ START_TEST(tcp_group_on_loopback_connects_to_itself_and_reports_it)
 	ck_assert_uint_eq(link_group_backlog(g), 0);
 
 	r = report_new(REPORT_TEXT);
-	link_group_report(g, r);
+	control_report_link_group(r, g);
 	text = report_finish(r, NULL);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_msg(strstr(text, "server=connected client=connected") != NULL,
@@ -627,17 +777,155 @@ START_TEST(tcp_group_on_loopback_connects_to_itself_and_reports_it)
 }
 END_TEST
 
+static void run_until_errors_recv(struct loop *loop, struct link *l, uint64_t want)
+{
+	struct link_stats st;
+
+	for (int i = 0; i < 500; i++) {
+		link_get_stats(l, &st);
+		if (st.errors_recv >= want)
+			return;
+		ck_assert_int_eq(loop_run_once(loop, 20), 0);
+	}
+}
+
+START_TEST(tcp_stream_with_an_impossible_frame_is_closed_and_counted)
+{
+	struct loop *loop = loop_new();
+	struct config_sync s;
+	struct sink k = { .in_order = true };
+	struct link_group *g;
+	struct link *l;
+	struct link_stats st;
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct timeval tv = { .tv_sec = 5 };
+	/* A header announcing a length of 0. */
+	uint8_t bad[8] = { (WIRE_VERSION << 4) | WIRE_T_CT_UPD, 0, 0, 0, 0, 0, 0, 1 };
+	char c;
+	int fd;
+
+	g = open_loopback(loop, &s, CONFIG_LINK_TCP, &k);
+	l = link_group_active(g);
+	for (int i = 0; i < 500 && !link_tcp_server_connected(l); i++)
+		ck_assert_int_eq(loop_run_once(loop, 20), 0);
+	ck_assert(link_tcp_server_connected(l));
+	/* A stranger replaces the peer connection and sends bytes that can never be a frame. */
+	sin.sin_port = htons(s.links[0].port);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	ck_assert_int_eq(write(fd, bad, sizeof(bad)), (ssize_t)sizeof(bad));
+	run_until_errors_recv(loop, l, 1);
+	link_get_stats(l, &st);
+	ck_assert_msg(st.errors_recv >= 1, "expected an error received, got %llu",
+		      (unsigned long long)st.errors_recv);
+	ck_assert_uint_eq(k.calls, 0);
+	/* The link ended the stranger's connection (ours comes back on its own). */
+	ck_assert_int_eq(read(fd, &c, 1), 0);
+	close(fd);
+	link_group_close(g);
+	loop_free(loop);
+}
+END_TEST
+
+struct follower {
+	struct sink k;
+	unsigned switches;
+};
+
+static void follower_switch(void *arg, struct link *old, struct link *now)
+{
+	struct follower *f = arg;
+
+	f->switches++;
+}
+
+static void follower_receive(void *arg, struct link *from, const void *buf, size_t len,
+			     const struct sockaddr *src)
+{
+	struct follower *f = arg;
+
+	f->k.calls++;
+}
+
+static void send_udp(uint16_t port, const void *buf, size_t len)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(sendto(fd, buf, len, 0, (struct sockaddr *)&sin, sizeof(sin)),
+			 (ssize_t)len);
+	close(fd);
+}
+
+START_TEST(only_a_valid_frame_on_a_backup_link_makes_it_active)
+{
+	struct loop *loop = loop_new();
+	struct config_sync s;
+	struct follower f = { .switches = 0 };
+	struct link_group_params p = {
+		.sync = &s, .on_receive = follower_receive, .on_switch = follower_switch,
+		.frame_len = wire_frame_len, .frame_valid = wire_frame_valid, .arg = &f,
+	};
+	struct link_group *g = NULL;
+	uint8_t msg[84];
+	uint16_t port = (uint16_t)(20000 + (getpid() * 11) % 40000);
+
+	loopback_sync(&s, CONFIG_LINK_UDP, port);
+	s.links[1] = s.links[0];
+	s.links[1].port = (uint16_t)(port + 1);
+	s.nlinks = 2;
+	ck_assert_int_eq(link_group_open(&g, loop, &p), 0);
+	ck_assert_uint_eq(link_index(link_group_active(g)), 0);
+	/* A message of another version is noise to the owner: link 1 stays a backup. */
+	make_msg(msg, sizeof(msg), 1);
+	msg[0] = (uint8_t)((WIRE_VERSION + 1) << 4) | WIRE_T_CT_UPD;
+	send_udp(s.links[1].port, msg, sizeof(msg));
+	for (int i = 0; i < 500 && f.k.calls < 1; i++)
+		ck_assert_int_eq(loop_run_once(loop, 20), 0);
+	ck_assert_uint_eq(f.k.calls, 1);
+	ck_assert_uint_eq(f.switches, 0);
+	ck_assert_uint_eq(link_index(link_group_active(g)), 0);
+	/* The peer's own message: followed. */
+	make_msg(msg, sizeof(msg), 2);
+	send_udp(s.links[1].port, msg, sizeof(msg));
+	for (int i = 0; i < 500 && f.k.calls < 2; i++)
+		ck_assert_int_eq(loop_run_once(loop, 20), 0);
+	ck_assert_uint_eq(f.k.calls, 2);
+	ck_assert_uint_eq(f.switches, 1);
+	ck_assert_uint_eq(link_index(link_group_active(g)), 1);
+	link_group_close(g);
+	loop_free(loop);
+}
+END_TEST
+
 START_TEST(open_fails_cleanly_without_the_interface)
 {
 	struct loop *loop = loop_new();
 	struct config_sync s;
-	struct link_group_params p = { .sync = &s, .on_receive = sink_receive };
+	struct link_group_params p = {
+		.sync = &s, .on_receive = sink_receive, .frame_len = wire_frame_len,
+		.frame_valid = wire_frame_valid,
+	};
 	struct link_group *g = (struct link_group *)&s;
 
 	loopback_sync(&s, CONFIG_LINK_UDP, 3780);
 	strcpy(s.links[0].ifname, "nosuchdev0");
 	ck_assert_int_eq(link_group_open(&g, loop, &p), -ENODEV);
 	ck_assert_ptr_null(g);
+	/* Without a callback it needs, nothing is opened. */
+	strcpy(s.links[0].ifname, "lo");
+	p.frame_len = NULL;
+	ck_assert_int_eq(link_group_open(&g, loop, &p), -EINVAL);
+	ck_assert_ptr_null(g);
+	p.frame_len = wire_frame_len;
+	p.frame_valid = NULL;
+	ck_assert_int_eq(link_group_open(&g, loop, &p), -EINVAL);
+	p.frame_valid = wire_frame_valid;
 	p.on_receive = NULL;
 	ck_assert_int_eq(link_group_open(&g, loop, &p), -EINVAL);
 	loop_free(loop);
@@ -665,6 +953,9 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, delivers_every_whole_message_of_a_read_at_once);
 	tcase_add_test(tc, impossible_length_loses_the_stream);
 	tcase_add_test(tc, room_is_left_for_the_longest_message);
+	tcase_add_test(tc, stream_is_cut_only_where_the_owner_says);
+	tcase_add_test(tc, impossible_frame_gives_the_owners_error_and_reason);
+	tcase_add_test(tc, frame_length_out_of_range_loses_the_stream);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("policy");
@@ -681,6 +972,8 @@ static Suite *link_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, udp_group_on_loopback_delivers_whole_datagrams);
 	tcase_add_test(tc, tcp_group_on_loopback_connects_to_itself_and_reports_it);
+	tcase_add_test(tc, tcp_stream_with_an_impossible_frame_is_closed_and_counted);
+	tcase_add_test(tc, only_a_valid_frame_on_a_backup_link_makes_it_active);
 	tcase_add_test(tc, open_fails_cleanly_without_the_interface);
 	suite_add_tcase(s, tc);
 	return s;

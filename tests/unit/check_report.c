@@ -1,7 +1,7 @@
 /*
  * check_report.c - the report renderer: aligned text, JSON (checked by a
  * small validator below and against exact strings), escaping, nesting,
- * and allocation failure.
+ * and allocation failure; then `-s link` rendered from a link snapshot.
  *
  * Linked with -Wl,--wrap=malloc,--wrap=realloc so that a test can make the
  * n-th allocation fail.
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control_link_report.h"
 #include "report.h"
 
 /* ---- allocation failure injection ---------------------------------- */
@@ -626,6 +627,250 @@ START_TEST(allocation_failure_gives_null)
 }
 END_TEST
 
+/* ---- -s link, from what the link group exposes -------------------------- */
+
+static struct link_stats link_stats_from(uint64_t base)
+{
+	return (struct link_stats){
+		.bytes_sent = base + 1, .packets_sent = base + 2, .errors_sent = base + 3,
+		.bytes_recv = base + 4, .packets_recv = base + 5, .errors_recv = base + 6,
+		.blocked = base + 7, .connects = base + 8, .disconnects = base + 9,
+		.accepts = base + 10,
+	};
+}
+
+/* Two TCP links over IPv4: link 0 without carrier and unconnected, link 1 active. */
+static unsigned tcp_links(struct link_info *l, struct link_channel_info *ch)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		l[i] = (struct link_info){
+			.index = i, .kind = CONFIG_LINK_TCP, .mtu = 1500, .payload_max = 1460,
+			.stats = link_stats_from(i * 100),
+		};
+		snprintf(l[i].ifname, sizeof(l[i].ifname), "veth%u", i);
+		snprintf(l[i].local, sizeof(l[i].local), "10.0.%u.1:3780", i);
+		snprintf(l[i].dest, sizeof(l[i].dest), "10.0.%u.2:3780", i);
+	}
+	l[0].status = "NO-CARRIER";
+	l[1].status = "RUNNING";
+	l[1].active = l[1].tcp_server_connected = l[1].tcp_client_connected = true;
+	*ch = (struct link_channel_info){
+		.active = 1, .payload_max = 1460, .buffered_bytes = 100, .queued_datagrams = 2,
+		.queue_max = 4, .dropped_datagrams = 11, .dropped_bytes = 1100, .failovers = 3,
+	};
+	return 2;
+}
+
+/* Multicast over IPv6 (the group only), then a UDP link that is DOWN; 64-bit counters. */
+static unsigned mcast_udp6_links(struct link_info *l, struct link_channel_info *ch)
+{
+	for (unsigned i = 0; i < 2; i++)
+		l[i] = (struct link_info){
+			.index = i, .mtu = 65536, .payload_max = 65488,
+			.stats = link_stats_from(1000000000000ull * (i + 1)),
+		};
+	l[0].kind = CONFIG_LINK_MCAST;
+	l[0].status = "RUNNING";
+	l[0].active = true;
+	snprintf(l[0].ifname, sizeof(l[0].ifname), "lo");
+	snprintf(l[0].local, sizeof(l[0].local), "[ff02::1:2%%lo]:3780");
+	snprintf(l[0].dest, sizeof(l[0].dest), "[ff02::1:2%%lo]:3780");
+	l[1].kind = CONFIG_LINK_UDP;
+	l[1].status = "DOWN";
+	snprintf(l[1].ifname, sizeof(l[1].ifname), "eth-long-name1");
+	snprintf(l[1].local, sizeof(l[1].local), "[fe80::1%%lo]:3781");
+	snprintf(l[1].dest, sizeof(l[1].dest), "[2001:db8::2]:3781");
+	*ch = (struct link_channel_info){
+		.active = 0, .payload_max = 65488, .buffered_bytes = 100, .queued_datagrams = 2,
+		.queue_max = 4, .dropped_datagrams = 11, .dropped_bytes = 1100, .failovers = 3,
+	};
+	return 2;
+}
+
+static struct report *link_report(enum report_format f,
+				  unsigned (*fill)(struct link_info *, struct link_channel_info *))
+{
+	struct link_info links[CONFIG_MAX_LINKS];
+	struct link_channel_info ch;
+	struct report *r = report_new(f);
+	unsigned n = fill(links, &ch);
+
+	ck_assert_ptr_nonnull(r);
+	control_report_links(r, links, n, &ch);
+	return r;
+}
+
+START_TEST(link_report_text_shows_tcp_tokens_and_roles)
+{
+	struct report *r = link_report(REPORT_TEXT, tcp_links);
+
+	assert_output(r,
+		"link 0:\n"
+		"  device:             veth0\n"
+		"  status:             NO-CARRIER\n"
+		"  role:               BACKUP\n"
+		"  kind:               TCP\n"
+		"  local:              10.0.0.1:3780\n"
+		"  destination:        10.0.0.2:3780\n"
+		"  mtu:                1500\n"
+		"  payload max:        1460\n"
+		"  bytes sent:         1\n"
+		"  packets sent:       2\n"
+		"  errors sent:        3\n"
+		"  bytes received:     4\n"
+		"  packets received:   5\n"
+		"  errors received:    6\n"
+		"  send blocked:       7\n"
+		"  tcp:                server=disconnected client=disconnected\n"
+		"  server connected:   no\n"
+		"  client connected:   no\n"
+		"  client connects:    8\n"
+		"  client disconnects: 9\n"
+		"  server accepts:     10\n"
+		"\n"
+		"link 1:\n"
+		"  device:             veth1\n"
+		"  status:             RUNNING\n"
+		"  role:               ACTIVE\n"
+		"  kind:               TCP\n"
+		"  local:              10.0.1.1:3780\n"
+		"  destination:        10.0.1.2:3780\n"
+		"  mtu:                1500\n"
+		"  payload max:        1460\n"
+		"  bytes sent:         101\n"
+		"  packets sent:       102\n"
+		"  errors sent:        103\n"
+		"  bytes received:     104\n"
+		"  packets received:   105\n"
+		"  errors received:    106\n"
+		"  send blocked:       107\n"
+		"  tcp:                server=connected client=connected\n"
+		"  server connected:   yes\n"
+		"  client connected:   yes\n"
+		"  client connects:    108\n"
+		"  client disconnects: 109\n"
+		"  server accepts:     110\n"
+		"\n"
+		"channel:\n"
+		"  active:            veth1\n"
+		"  payload max:       1460\n"
+		"  buffered bytes:    100\n"
+		"  queued datagrams:  2\n"
+		"  queue max:         4\n"
+		"  dropped datagrams: 11\n"
+		"  dropped bytes:     1100\n"
+		"  failovers:         3\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(link_report_json_keys_in_order_for_tcp)
+{
+	struct report *r = link_report(REPORT_JSON, tcp_links);
+
+	assert_output(r,
+		"{\"link_0\":{\"device\":\"veth0\",\"status\":\"NO-CARRIER\",\"role\":\"BACKUP\","
+		"\"kind\":\"TCP\",\"local\":\"10.0.0.1:3780\",\"destination\":\"10.0.0.2:3780\","
+		"\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":1,\"packets_sent\":2,"
+		"\"errors_sent\":3,\"bytes_received\":4,\"packets_received\":5,\"errors_received\":6,"
+		"\"send_blocked\":7,\"tcp\":\"server=disconnected client=disconnected\","
+		"\"server_connected\":false,\"client_connected\":false,\"client_connects\":8,"
+		"\"client_disconnects\":9,\"server_accepts\":10},\"link_1\":{\"device\":\"veth1\","
+		"\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"TCP\","
+		"\"local\":\"10.0.1.1:3780\",\"destination\":\"10.0.1.2:3780\",\"mtu\":1500,"
+		"\"payload_max\":1460,\"bytes_sent\":101,\"packets_sent\":102,\"errors_sent\":103,"
+		"\"bytes_received\":104,\"packets_received\":105,\"errors_received\":106,"
+		"\"send_blocked\":107,\"tcp\":\"server=connected client=connected\","
+		"\"server_connected\":true,\"client_connected\":true,\"client_connects\":108,"
+		"\"client_disconnects\":109,\"server_accepts\":110},"
+		"\"channel\":{\"active\":\"veth1\",\"payload_max\":1460,\"buffered_bytes\":100,"
+		"\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,"
+		"\"dropped_bytes\":1100,\"failovers\":3}}\n");
+	report_free(r);
+	r = link_report(REPORT_JSON, tcp_links);
+	assert_valid_json(r);
+	report_free(r);
+}
+END_TEST
+
+START_TEST(link_report_text_shows_the_multicast_group_only)
+{
+	struct report *r = link_report(REPORT_TEXT, mcast_udp6_links);
+
+	assert_output(r,
+		"link 0:\n"
+		"  device:           lo\n"
+		"  status:           RUNNING\n"
+		"  role:             ACTIVE\n"
+		"  kind:             Multicast\n"
+		"  group:            [ff02::1:2%lo]:3780\n"
+		"  mtu:              65536\n"
+		"  payload max:      65488\n"
+		"  bytes sent:       1000000000001\n"
+		"  packets sent:     1000000000002\n"
+		"  errors sent:      1000000000003\n"
+		"  bytes received:   1000000000004\n"
+		"  packets received: 1000000000005\n"
+		"  errors received:  1000000000006\n"
+		"  send blocked:     1000000000007\n"
+		"\n"
+		"link 1:\n"
+		"  device:           eth-long-name1\n"
+		"  status:           DOWN\n"
+		"  role:             BACKUP\n"
+		"  kind:             UDP\n"
+		"  local:            [fe80::1%lo]:3781\n"
+		"  destination:      [2001:db8::2]:3781\n"
+		"  mtu:              65536\n"
+		"  payload max:      65488\n"
+		"  bytes sent:       2000000000001\n"
+		"  packets sent:     2000000000002\n"
+		"  errors sent:      2000000000003\n"
+		"  bytes received:   2000000000004\n"
+		"  packets received: 2000000000005\n"
+		"  errors received:  2000000000006\n"
+		"  send blocked:     2000000000007\n"
+		"\n"
+		"channel:\n"
+		"  active:            lo\n"
+		"  payload max:       65488\n"
+		"  buffered bytes:    100\n"
+		"  queued datagrams:  2\n"
+		"  queue max:         4\n"
+		"  dropped datagrams: 11\n"
+		"  dropped bytes:     1100\n"
+		"  failovers:         3\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(link_report_json_for_multicast_and_udp)
+{
+	struct report *r = link_report(REPORT_JSON, mcast_udp6_links);
+
+	assert_output(r,
+		"{\"link_0\":{\"device\":\"lo\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\","
+		"\"kind\":\"Multicast\",\"group\":\"[ff02::1:2%lo]:3780\",\"mtu\":65536,"
+		"\"payload_max\":65488,\"bytes_sent\":1000000000001,\"packets_sent\":1000000000002,"
+		"\"errors_sent\":1000000000003,\"bytes_received\":1000000000004,"
+		"\"packets_received\":1000000000005,\"errors_received\":1000000000006,"
+		"\"send_blocked\":1000000000007},\"link_1\":{\"device\":\"eth-long-name1\","
+		"\"status\":\"DOWN\",\"role\":\"BACKUP\",\"kind\":\"UDP\","
+		"\"local\":\"[fe80::1%lo]:3781\",\"destination\":\"[2001:db8::2]:3781\","
+		"\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":2000000000001,"
+		"\"packets_sent\":2000000000002,\"errors_sent\":2000000000003,"
+		"\"bytes_received\":2000000000004,\"packets_received\":2000000000005,"
+		"\"errors_received\":2000000000006,\"send_blocked\":2000000000007},"
+		"\"channel\":{\"active\":\"lo\",\"payload_max\":65488,\"buffered_bytes\":100,"
+		"\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,"
+		"\"dropped_bytes\":1100,\"failovers\":3}}\n");
+	report_free(r);
+	r = link_report(REPORT_JSON, mcast_udp6_links);
+	assert_valid_json(r);
+	report_free(r);
+}
+END_TEST
+
 static Suite *report_suite(void)
 {
 	Suite *s = suite_create("report");
@@ -655,6 +900,13 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, deep_and_large_reports);
 	tcase_add_test(tc, allocation_failure_gives_null);
 	tcase_set_timeout(tc, 30);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("link");
+	tcase_add_test(tc, link_report_text_shows_tcp_tokens_and_roles);
+	tcase_add_test(tc, link_report_json_keys_in_order_for_tcp);
+	tcase_add_test(tc, link_report_text_shows_the_multicast_group_only);
+	tcase_add_test(tc, link_report_json_for_multicast_and_udp);
 	suite_add_tcase(s, tc);
 	return s;
 }
