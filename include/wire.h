@@ -169,6 +169,18 @@ enum wire_split_status wire_split_next(struct wire_split *s, struct wire_msg *m)
 /* Bytes consumed by whole messages so far. */
 size_t wire_split_offset(const struct wire_split *s);
 
+/*
+ * The framing a link asks its owner for (link.h: link_frame_len_fn and
+ * link_frame_valid_fn; `arg` is unused).  wire_frame_len(): the length of
+ * the first message at the head of a stream, 0 while more bytes are
+ * needed, -EBADMSG with *why naming the reason when the bytes can never
+ * start one (a foreign version is still a whole message: the engine
+ * counts it).  wire_frame_valid(): a datagram starts with a whole message
+ * of our version.
+ */
+long wire_frame_len(void *arg, const void *buf, size_t len, const char **why);
+bool wire_frame_valid(void *arg, const void *buf, size_t len);
+
 /* ---- conntrack messages (§1.6) ---------------------------------------------- */
 
 /* Encoder options: what 1.4.7 sends depends on its configuration. */

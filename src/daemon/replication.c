@@ -121,39 +121,6 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 	}
 }
 
-/*
- * The link's framing: a TCP stream is cut where the splitter, in stream
- * mode, ends one message.  A foreign version is still a whole message
- * (the engine counts it); a length that can never be valid loses the
- * stream.
- */
-static long frame_len(void *arg, const void *buf, size_t len, const char **why)
-{
-	struct wire_split split;
-	struct wire_msg m;
-
-	wire_split_init(&split, buf, len, true);
-	switch (wire_split_next(&split, &m)) {
-	case WIRE_SPLIT_MSG:
-		return (long)m.len;
-	case WIRE_SPLIT_ERROR:
-		*why = wire_reason_name(m.reason);
-		return -EBADMSG;
-	default:
-		return 0;
-	}
-}
-
-/* The peer speaks on a link when a datagram starts with a whole message of our version. */
-static bool frame_valid(void *arg, const void *buf, size_t len)
-{
-	struct wire_split split;
-	struct wire_msg m;
-
-	wire_split_init(&split, buf, len, false);
-	return wire_split_next(&split, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
-}
-
 static void emit(void *arg, const void *msg, size_t len)
 {
 	struct replication *r = arg;
@@ -478,8 +445,8 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.sync = &cfg->sync,
 		.event_iteration_limit = cfg->general.event_iteration_limit,
 		.on_receive = on_receive,
-		.frame_len = frame_len,
-		.frame_valid = frame_valid,
+		.frame_len = wire_frame_len,
+		.frame_valid = wire_frame_valid,
 	};
 	struct cache_listener listener = {
 		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,

@@ -1,8 +1,11 @@
 /*
  * splitter.c - cut a datagram or a TCP stream into messages, with 1.4.7's
- * framing checks in 1.4.7's order (§1.8 steps 1-5).
+ * framing checks in 1.4.7's order (§1.8 steps 1-5), and the framing a
+ * link asks its owner for.
  */
 #include "tlv.h"
+
+#include <errno.h>
 
 void wire_split_init(struct wire_split *s, const void *buf, size_t len, bool stream)
 {
@@ -77,4 +80,32 @@ enum wire_split_status wire_split_next(struct wire_split *s, struct wire_msg *m)
 	m->reason = h->version == WIRE_VERSION ? WIRE_OK : WIRE_R_WRONG_VERSION;
 	s->off += h->len;
 	return WIRE_SPLIT_MSG;
+}
+
+long wire_frame_len(void *arg, const void *buf, size_t len, const char **why)
+{
+	struct wire_split s;
+	struct wire_msg m;
+
+	(void)arg;
+	wire_split_init(&s, buf, len, true);
+	switch (wire_split_next(&s, &m)) {
+	case WIRE_SPLIT_MSG:
+		return (long)m.len;
+	case WIRE_SPLIT_ERROR:
+		*why = wire_reason_name(m.reason);
+		return -EBADMSG;
+	default:
+		return 0;
+	}
+}
+
+bool wire_frame_valid(void *arg, const void *buf, size_t len)
+{
+	struct wire_split s;
+	struct wire_msg m;
+
+	(void)arg;
+	wire_split_init(&s, buf, len, false);
+	return wire_split_next(&s, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
 }

@@ -163,33 +163,6 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 	d->hist[n > HIST_MAX ? HIST_MAX : n]++;
 }
 
-/* The daemon's framing (replication.c), which the link leaves to its owner. */
-static long frame_len(void *arg, const void *buf, size_t len, const char **why)
-{
-	struct wire_split s;
-	struct wire_msg m;
-
-	wire_split_init(&s, buf, len, true);
-	switch (wire_split_next(&s, &m)) {
-	case WIRE_SPLIT_MSG:
-		return (long)m.len;
-	case WIRE_SPLIT_ERROR:
-		*why = wire_reason_name(m.reason);
-		return -EBADMSG;
-	default:
-		return 0;
-	}
-}
-
-static bool frame_valid(void *arg, const void *buf, size_t len)
-{
-	struct wire_split s;
-	struct wire_msg m;
-
-	wire_split_init(&s, buf, len, false);
-	return wire_split_next(&s, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
-}
-
 static void reset_recv(struct driver *d)
 {
 	memset(d->seen, 0, MAX_SEQ / 8);
@@ -536,8 +509,8 @@ int main(int argc, char **argv)
 	p.event_iteration_limit = cfg.general.event_iteration_limit;
 	p.on_receive = on_receive;
 	p.on_switch = on_switch;
-	p.frame_len = frame_len;
-	p.frame_valid = frame_valid;
+	p.frame_len = wire_frame_len;
+	p.frame_valid = wire_frame_valid;
 	p.arg = &d;
 	rc = link_group_open(&d.g, d.loop, &p);
 	if (rc < 0) {

@@ -33,37 +33,16 @@ static void make_msg(uint8_t *p, size_t len, uint32_t seq)
 }
 
 /*
- * The daemon's framing (replication.c): a stream is cut where the wire
+ * The daemon's framing (wire_frame_len): a stream is cut where the wire
  * splitter ends a message; a datagram is the peer's when it starts with a
  * whole message of our version.  Counted, to show how often the link asks.
  */
 static unsigned frame_calls;
 
-static long wire_frame_len(void *arg, const void *buf, size_t len, const char **why)
+static long counted_frame_len(void *arg, const void *buf, size_t len, const char **why)
 {
-	struct wire_split sp;
-	struct wire_msg m;
-
 	frame_calls++;
-	wire_split_init(&sp, buf, len, true);
-	switch (wire_split_next(&sp, &m)) {
-	case WIRE_SPLIT_MSG:
-		return (long)m.len;
-	case WIRE_SPLIT_ERROR:
-		*why = wire_reason_name(m.reason);
-		return -EBADMSG;
-	default:
-		return 0;
-	}
-}
-
-static bool wire_frame_valid(void *arg, const void *buf, size_t len)
-{
-	struct wire_split sp;
-	struct wire_msg m;
-
-	wire_split_init(&sp, buf, len, false);
-	return wire_split_next(&sp, &m) == WIRE_SPLIT_MSG && m.reason == WIRE_OK;
+	return wire_frame_len(arg, buf, len, why);
 }
 
 /* Close the open batch and list the waiting datagrams' sizes. */
@@ -327,7 +306,7 @@ START_TEST(reassembles_messages_cut_at_every_byte)
 		ck_assert_uint_ge(room, 1);
 		*p = in[i];
 		link_stream_commit(&s, 1);
-		whole = link_stream_whole(&s, wire_frame_len, NULL, &why);
+		whole = link_stream_whole(&s, counted_frame_len, NULL, &why);
 		ck_assert_int_ge(whole, 0);
 		if (whole > 0) {
 			memcpy(out + delivered, s.buf, (size_t)whole);
@@ -360,7 +339,7 @@ START_TEST(delivers_every_whole_message_of_a_read_at_once)
 	memcpy(p, in, total - 10);
 	link_stream_commit(&s, total - 10);
 	frame_calls = 0;
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), (long)ends[2]);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), (long)ends[2]);
 	/* Three whole messages, then one look at the cut one. */
 	ck_assert_uint_eq(frame_calls, 4);
 	link_stream_consume(&s, ends[2]);
@@ -368,7 +347,7 @@ START_TEST(delivers_every_whole_message_of_a_read_at_once)
 	p = link_stream_space(&s, &room);
 	memcpy(p, in + total - 10, 10);
 	link_stream_commit(&s, 10);
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 1100);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), 1100);
 	ck_assert(memcmp(s.buf, in + ends[2], 1100) == 0);
 	link_stream_free(&s);
 }
@@ -389,10 +368,10 @@ START_TEST(impossible_length_loses_the_stream)
 	memcpy(p + sizeof(good), bad, sizeof(bad));
 	link_stream_commit(&s, sizeof(good) + sizeof(bad));
 	/* The good message before it still counts... */
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), (long)sizeof(good));
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), (long)sizeof(good));
 	link_stream_consume(&s, sizeof(good));
 	/* ...then nothing can be framed any more, and the owner said why. */
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), -EBADMSG);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), -EBADMSG);
 	ck_assert_ptr_nonnull(why);
 	ck_assert_str_eq(why, wire_reason_name(WIRE_R_BAD_SIZE));
 
@@ -402,7 +381,7 @@ START_TEST(impossible_length_loses_the_stream)
 	p = link_stream_space(&s, &room);
 	memcpy(p, bad, sizeof(bad));
 	link_stream_commit(&s, sizeof(bad));
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), -EBADMSG);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), -EBADMSG);
 	link_stream_free(&s);
 }
 END_TEST
@@ -423,12 +402,12 @@ START_TEST(room_is_left_for_the_longest_message)
 	p[1] = 0;
 	memcpy(p + 2, &l16, 2);
 	link_stream_commit(&s, 65531);
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 0);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), 0);
 	p = link_stream_space(&s, &room);
 	ck_assert_uint_ge(room, 65536);
 	*p = 0xab;
 	link_stream_commit(&s, 1);
-	ck_assert_int_eq(link_stream_whole(&s, wire_frame_len, NULL, &why), 65532);
+	ck_assert_int_eq(link_stream_whole(&s, counted_frame_len, NULL, &why), 65532);
 	link_stream_free(&s);
 }
 END_TEST
