@@ -201,6 +201,7 @@ struct link_stats {
 	uint64_t connects;              /* TCP: client connections established */
 	uint64_t disconnects;           /* TCP: client connections lost or refused */
 	uint64_t accepts;               /* TCP: peer connections accepted */
+	uint64_t strangers;             /* datagrams or connections dropped: not from the peer */
 };
 
 /* Counters of one link: packets are datagrams (TCP: batches written / reads delivered). */

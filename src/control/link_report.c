@@ -32,6 +32,7 @@ static void report_link(struct report *r, const struct link_info *l)
 	report_u64(r, "packets_received", l->stats.packets_recv);
 	report_u64(r, "errors_received", l->stats.errors_recv);
 	report_u64(r, "send_blocked", l->stats.blocked);
+	report_u64(r, "strangers_dropped", l->stats.strangers);
 	if (l->kind == CONFIG_LINK_TCP) {
 		bool server = l->tcp_server_connected, client = l->tcp_client_connected;
 		char both[64];

@@ -10,6 +10,7 @@ libctsyncd_a_SOURCES += \
 	src/link/dgram.c \
 	src/link/tcp.c \
 	src/link/monitor.c \
+	src/link/peers.c \
 	src/link/group.c
 
 # The pure parts: batching, queue overflow, stream reassembly, payload

@@ -114,6 +114,8 @@ int link_dgram_open(struct link *l)
 		open_step = "join the group";
 		if ((err = mcast_join(l)) < 0)
 			goto fail;
+		/* Its members are who may speak; a failure here only delays that to the first datagram. */
+		link_peers_refresh(l);
 	}
 
 	/* Send side. */
@@ -270,6 +272,10 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 			/* Cut by our buffer, or empty: nothing in it can be trusted. */
 			if ((h->msg_flags & MSG_TRUNC) || len == 0) {
 				l->stats.errors_recv++;
+				continue;
+			}
+			if (!link_peer_allowed(l, (struct sockaddr *)&g->rx_addr[i])) {
+				link_stranger(l, (struct sockaddr *)&g->rx_addr[i], "datagram");
 				continue;
 			}
 			l->stats.bytes_recv += len;

@@ -11,6 +11,8 @@
  *   sock.c      socket helpers: addresses, buffers, MTU, device flags
  *   dgram.c     UDP unicast and multicast sockets, recvmmsg, sendmmsg
  *   tcp.c       TCP listener, accepted peer, client with reconnect
+ *   peers.c     who may speak on a link: the peer's address, or for
+ *               multicast the interface's networks; strangers are dropped
  *   monitor.c   rtnetlink link state (RTMGRP_LINK)
  */
 #ifndef CTSYNCD_LINK_INTERNAL_H
@@ -142,6 +144,14 @@ enum link_tcp_state {
 	LINK_TCP_UP,
 };
 
+/* Multicast: a network of the sync interface, whose members may speak (peers.c). */
+#define LINK_NETS_MAX 16
+struct link_net {
+	int family;
+	uint8_t addr[16];
+	uint8_t prefix;
+};
+
 struct link {
 	struct link_group *group;
 	unsigned index;
@@ -170,6 +180,12 @@ struct link {
 	uint64_t last_connect_ms;       /* loop time of the last attempt */
 	bool client_logged_down;        /* the outage is logged: not once per attempt */
 	struct loop_timer *reconnect;
+	/* who may speak (peers.c) */
+	struct link_net nets[LINK_NETS_MAX];
+	unsigned nnets;
+	uint64_t nets_read_ms;
+	uint64_t stranger_logged_ms;
+	uint64_t strangers_unlogged;
 	struct link_stats stats;
 };
 
@@ -253,5 +269,14 @@ int link_monitor_open(struct link_group *g);
 void link_monitor_close(struct link_group *g);
 /* Re-read every device's flags by ioctl (at open, after a netlink overrun). */
 void link_monitor_refresh(struct link_group *g);
+
+/* ---- peers.c: who may speak ------------------------------------------------- */
+
+/* Multicast: read the sync interface's networks.  0 or -errno. */
+int link_peers_refresh(struct link *l);
+/* May `src` speak on `l`?  (Its peer's address; multicast: the interface's networks.) */
+bool link_peer_allowed(struct link *l, const struct sockaddr *src);
+/* Count a datagram or connection from a stranger; logged, at most once per 10 s per link. */
+void link_stranger(struct link *l, const struct sockaddr *src, const char *what);
 
 #endif

@@ -110,6 +110,19 @@ static void on_conn_readable(struct loop *loop, int fd, unsigned events, void *a
 	}
 }
 
+/*
+ * A peer that dies without closing (power, kernel panic) is noticed within
+ * about 8 s instead of the kernel's two hours, so that its replacement
+ * connection finds no live stream in the way.
+ */
+static void keepalive(int fd)
+{
+	set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, 5);
+	set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL, 1);
+	set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, 3);
+}
+
 static void on_accept(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct link *l = arg;
@@ -127,13 +140,22 @@ static void on_accept(struct loop *loop, int fd, unsigned events, void *arg)
 				log_warning("link %s: accept: %s", l->cfg.ifname, strerror(errno));
 			return;
 		}
-		/* One peer per link: the newest connection is the live one. */
-		conn_close(l, "replaced by a new connection");
+		if (!link_peer_allowed(l, (struct sockaddr *)&ss)) {
+			link_stranger(l, (struct sockaddr *)&ss, "connection");
+			close(c);
+			continue;
+		}
+		/*
+		 * One peer per link, and only the peer's address gets here: a
+		 * new connection from it means the peer restarted or lost the
+		 * old one, whose end we may not have seen yet.
+		 */
+		conn_close(l, "replaced by a new connection from the peer");
 		if (loop_watch(loop, c, LOOP_READ, on_conn_readable, l) < 0) {
 			close(c);
 			continue;
 		}
-		set_int(c, SOL_SOCKET, SO_KEEPALIVE, 1);
+		keepalive(c);
 		l->conn_fd = c;
 		l->peer = ss;
 		l->peer_len = len;
@@ -241,7 +263,7 @@ static void client_connect(struct link *l)
 		return;
 	}
 	l->client_fd = fd;
-	set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+	keepalive(fd);
 	set_int(fd, IPPROTO_TCP, TCP_NODELAY, 1);
 	if (l->cfg.family == AF_INET6)
 		set_int(fd, IPPROTO_IPV6, IPV6_V6ONLY, 1);

@@ -635,7 +635,7 @@ static struct link_stats link_stats_from(uint64_t base)
 		.bytes_sent = base + 1, .packets_sent = base + 2, .errors_sent = base + 3,
 		.bytes_recv = base + 4, .packets_recv = base + 5, .errors_recv = base + 6,
 		.blocked = base + 7, .connects = base + 8, .disconnects = base + 9,
-		.accepts = base + 10,
+		.accepts = base + 10, .strangers = base + 11,
 	};
 }
 
@@ -721,6 +721,7 @@ START_TEST(link_report_text_shows_tcp_tokens_and_roles)
 		"  packets received:   5\n"
 		"  errors received:    6\n"
 		"  send blocked:       7\n"
+		"  strangers dropped:  11\n"
 		"  tcp:                server=disconnected client=disconnected\n"
 		"  server connected:   no\n"
 		"  client connected:   no\n"
@@ -744,6 +745,7 @@ START_TEST(link_report_text_shows_tcp_tokens_and_roles)
 		"  packets received:   105\n"
 		"  errors received:    106\n"
 		"  send blocked:       107\n"
+		"  strangers dropped:  111\n"
 		"  tcp:                server=connected client=connected\n"
 		"  server connected:   yes\n"
 		"  client connected:   yes\n"
@@ -769,23 +771,7 @@ START_TEST(link_report_json_keys_in_order_for_tcp)
 	struct report *r = link_report(REPORT_JSON, tcp_links);
 
 	assert_output(r,
-		"{\"link_0\":{\"device\":\"veth0\",\"status\":\"NO-CARRIER\",\"role\":\"BACKUP\","
-		"\"kind\":\"TCP\",\"local\":\"10.0.0.1:3780\",\"destination\":\"10.0.0.2:3780\","
-		"\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":1,\"packets_sent\":2,"
-		"\"errors_sent\":3,\"bytes_received\":4,\"packets_received\":5,\"errors_received\":6,"
-		"\"send_blocked\":7,\"tcp\":\"server=disconnected client=disconnected\","
-		"\"server_connected\":false,\"client_connected\":false,\"client_connects\":8,"
-		"\"client_disconnects\":9,\"server_accepts\":10},\"link_1\":{\"device\":\"veth1\","
-		"\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"TCP\","
-		"\"local\":\"10.0.1.1:3780\",\"destination\":\"10.0.1.2:3780\",\"mtu\":1500,"
-		"\"payload_max\":1460,\"bytes_sent\":101,\"packets_sent\":102,\"errors_sent\":103,"
-		"\"bytes_received\":104,\"packets_received\":105,\"errors_received\":106,"
-		"\"send_blocked\":107,\"tcp\":\"server=connected client=connected\","
-		"\"server_connected\":true,\"client_connected\":true,\"client_connects\":108,"
-		"\"client_disconnects\":109,\"server_accepts\":110},"
-		"\"channel\":{\"active\":\"veth1\",\"payload_max\":1460,\"buffered_bytes\":100,"
-		"\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,"
-		"\"dropped_bytes\":1100,\"failovers\":3}}\n");
+		"{\"link_0\":{\"device\":\"veth0\",\"status\":\"NO-CARRIER\",\"role\":\"BACKUP\",\"kind\":\"TCP\",\"local\":\"10.0.0.1:3780\",\"destination\":\"10.0.0.2:3780\",\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":1,\"packets_sent\":2,\"errors_sent\":3,\"bytes_received\":4,\"packets_received\":5,\"errors_received\":6,\"send_blocked\":7,\"strangers_dropped\":11,\"tcp\":\"server=disconnected client=disconnected\",\"server_connected\":false,\"client_connected\":false,\"client_connects\":8,\"client_disconnects\":9,\"server_accepts\":10},\"link_1\":{\"device\":\"veth1\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"TCP\",\"local\":\"10.0.1.1:3780\",\"destination\":\"10.0.1.2:3780\",\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":101,\"packets_sent\":102,\"errors_sent\":103,\"bytes_received\":104,\"packets_received\":105,\"errors_received\":106,\"send_blocked\":107,\"strangers_dropped\":111,\"tcp\":\"server=connected client=connected\",\"server_connected\":true,\"client_connected\":true,\"client_connects\":108,\"client_disconnects\":109,\"server_accepts\":110},\"channel\":{\"active\":\"veth1\",\"payload_max\":1460,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
 	report_free(r);
 	r = link_report(REPORT_JSON, tcp_links);
 	assert_valid_json(r);
@@ -799,37 +785,39 @@ START_TEST(link_report_text_shows_the_multicast_group_only)
 
 	assert_output(r,
 		"link 0:\n"
-		"  device:           lo\n"
-		"  status:           RUNNING\n"
-		"  role:             ACTIVE\n"
-		"  kind:             Multicast\n"
-		"  group:            [ff02::1:2%lo]:3780\n"
-		"  mtu:              65536\n"
-		"  payload max:      65488\n"
-		"  bytes sent:       1000000000001\n"
-		"  packets sent:     1000000000002\n"
-		"  errors sent:      1000000000003\n"
-		"  bytes received:   1000000000004\n"
-		"  packets received: 1000000000005\n"
-		"  errors received:  1000000000006\n"
-		"  send blocked:     1000000000007\n"
+		"  device:            lo\n"
+		"  status:            RUNNING\n"
+		"  role:              ACTIVE\n"
+		"  kind:              Multicast\n"
+		"  group:             [ff02::1:2%lo]:3780\n"
+		"  mtu:               65536\n"
+		"  payload max:       65488\n"
+		"  bytes sent:        1000000000001\n"
+		"  packets sent:      1000000000002\n"
+		"  errors sent:       1000000000003\n"
+		"  bytes received:    1000000000004\n"
+		"  packets received:  1000000000005\n"
+		"  errors received:   1000000000006\n"
+		"  send blocked:      1000000000007\n"
+		"  strangers dropped: 1000000000011\n"
 		"\n"
 		"link 1:\n"
-		"  device:           eth-long-name1\n"
-		"  status:           DOWN\n"
-		"  role:             BACKUP\n"
-		"  kind:             UDP\n"
-		"  local:            [fe80::1%lo]:3781\n"
-		"  destination:      [2001:db8::2]:3781\n"
-		"  mtu:              65536\n"
-		"  payload max:      65488\n"
-		"  bytes sent:       2000000000001\n"
-		"  packets sent:     2000000000002\n"
-		"  errors sent:      2000000000003\n"
-		"  bytes received:   2000000000004\n"
-		"  packets received: 2000000000005\n"
-		"  errors received:  2000000000006\n"
-		"  send blocked:     2000000000007\n"
+		"  device:            eth-long-name1\n"
+		"  status:            DOWN\n"
+		"  role:              BACKUP\n"
+		"  kind:              UDP\n"
+		"  local:             [fe80::1%lo]:3781\n"
+		"  destination:       [2001:db8::2]:3781\n"
+		"  mtu:               65536\n"
+		"  payload max:       65488\n"
+		"  bytes sent:        2000000000001\n"
+		"  packets sent:      2000000000002\n"
+		"  errors sent:       2000000000003\n"
+		"  bytes received:    2000000000004\n"
+		"  packets received:  2000000000005\n"
+		"  errors received:   2000000000006\n"
+		"  send blocked:      2000000000007\n"
+		"  strangers dropped: 2000000000011\n"
 		"\n"
 		"channel:\n"
 		"  active:            lo\n"
@@ -849,21 +837,7 @@ START_TEST(link_report_json_for_multicast_and_udp)
 	struct report *r = link_report(REPORT_JSON, mcast_udp6_links);
 
 	assert_output(r,
-		"{\"link_0\":{\"device\":\"lo\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\","
-		"\"kind\":\"Multicast\",\"group\":\"[ff02::1:2%lo]:3780\",\"mtu\":65536,"
-		"\"payload_max\":65488,\"bytes_sent\":1000000000001,\"packets_sent\":1000000000002,"
-		"\"errors_sent\":1000000000003,\"bytes_received\":1000000000004,"
-		"\"packets_received\":1000000000005,\"errors_received\":1000000000006,"
-		"\"send_blocked\":1000000000007},\"link_1\":{\"device\":\"eth-long-name1\","
-		"\"status\":\"DOWN\",\"role\":\"BACKUP\",\"kind\":\"UDP\","
-		"\"local\":\"[fe80::1%lo]:3781\",\"destination\":\"[2001:db8::2]:3781\","
-		"\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":2000000000001,"
-		"\"packets_sent\":2000000000002,\"errors_sent\":2000000000003,"
-		"\"bytes_received\":2000000000004,\"packets_received\":2000000000005,"
-		"\"errors_received\":2000000000006,\"send_blocked\":2000000000007},"
-		"\"channel\":{\"active\":\"lo\",\"payload_max\":65488,\"buffered_bytes\":100,"
-		"\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,"
-		"\"dropped_bytes\":1100,\"failovers\":3}}\n");
+		"{\"link_0\":{\"device\":\"lo\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"Multicast\",\"group\":\"[ff02::1:2%lo]:3780\",\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":1000000000001,\"packets_sent\":1000000000002,\"errors_sent\":1000000000003,\"bytes_received\":1000000000004,\"packets_received\":1000000000005,\"errors_received\":1000000000006,\"send_blocked\":1000000000007,\"strangers_dropped\":1000000000011},\"link_1\":{\"device\":\"eth-long-name1\",\"status\":\"DOWN\",\"role\":\"BACKUP\",\"kind\":\"UDP\",\"local\":\"[fe80::1%lo]:3781\",\"destination\":\"[2001:db8::2]:3781\",\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":2000000000001,\"packets_sent\":2000000000002,\"errors_sent\":2000000000003,\"bytes_received\":2000000000004,\"packets_received\":2000000000005,\"errors_received\":2000000000006,\"send_blocked\":2000000000007,\"strangers_dropped\":2000000000011},\"channel\":{\"active\":\"lo\",\"payload_max\":65488,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
 	report_free(r);
 	r = link_report(REPORT_JSON, mcast_udp6_links);
 	assert_valid_json(r);

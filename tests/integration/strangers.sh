@@ -1,0 +1,123 @@
+#!/bin/bash
+# An attacker on the sync segment: A, B and X share one bridge.  Over UDP,
+# TCP and multicast, what X sends (a forged restart, RESYNC requests, a
+# connection to B's TCP port, multicast from outside the link's networks)
+# reaches neither B's sync engine nor its caches: it is dropped, counted
+# (-s link: strangers_dropped) and logged, and A's replication goes on.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/pair.sh"
+require_root
+require_cmd conntrack nft python3
+
+setup() {
+	local S
+	NS_A=$(make_netns A) && NS_B=$(make_netns B) && NS_X=$(make_netns X) &&
+		S=$(make_netns S) || return 1
+	ip -n "$S" link add br0 type bridge && ip -n "$S" link set br0 up || return 1
+	ip link add syncA netns "$NS_A" type veth peer name pa netns "$S" &&
+	ip link add syncB netns "$NS_B" type veth peer name pb netns "$S" &&
+	ip link add syncX netns "$NS_X" type veth peer name px netns "$S" || return 1
+	for p in pa pb px; do
+		ip -n "$S" link set "$p" master br0 && ip -n "$S" link set "$p" up || return 1
+	done
+	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
+	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
+	# X: an address on the link's network, and one outside it.
+	ip -n "$NS_X" addr add 198.18.1.66/24 dev syncX
+	ip -n "$NS_X" addr add 198.19.9.9/24 dev syncX
+	for ns in "$NS_A" "$NS_B" "$NS_X"; do
+		ip -n "$ns" link set "sync${ns: -1}" up
+		ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
+	done
+	ip -n "$NS_X" route add 224.0.0.0/4 dev syncX
+}
+setup || { echo "cannot create the namespaces" >&2; exit 99; }
+
+# x_send DST PORT SRC COUNT KIND: COUNT forged messages from X (SRC bound).
+#   restart: ALIVE|HELLO with a sequence number far from the peer's
+#   resync:  RESYNC requests, each with another number
+x_send() {
+	ip netns exec "$NS_X" python3 -c '
+import random, socket, struct, sys
+dst, port, src, count, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.bind((src, 0))
+seq = random.getrandbits(32)
+for i in range(count):
+    seq = (seq + 0x40000000) & 0xffffffff
+    if kind == "restart":
+        msg = struct.pack(">BBHI", 0x1A, 0x30, 8, seq)
+    else:
+        msg = struct.pack(">BBHIII", 0x1A, 0x02, 16, seq, 0, 0xffffffff)
+    s.sendto(msg, (dst, port))
+' "$@"
+}
+
+link_json() { ctl "$1" -s link --json; }
+strangers() {
+	link_json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["link_0"]["strangers_dropped"])'
+}
+restarts() {
+	ctl "$1" -s --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sync"]["peer_restarts"])'
+}
+ext_is() { [[ $(ext_active B) == "$1" ]]; }
+load() { # load N FIRST: N UDP states on A, sports FIRST...
+	local i
+	for ((i = $2; i < $2 + $1; i++)); do
+		echo "-I -s 10.7.0.1 -d 10.7.0.2 -p udp --sport $i --dport 53 -t 600"
+	done | ip netns exec "$NS_A" conntrack -f - >/dev/null 2>&1 ||
+		for ((i = $2; i < $2 + $1; i++)); do
+			ct_in A -I -s 10.7.0.1 -d 10.7.0.2 -p udp --sport "$i" --dport 53 -t 600 >/dev/null
+		done
+}
+stop_both() {
+	pair_stop A; pair_stop B
+	wait_until 5 test ! -e "$WORK/A.lock" && wait_until 5 test ! -e "$WORK/B.lock"
+	ct_in A -F >/dev/null; ct_in B -F >/dev/null
+}
+
+for kind in UDP TCP Multicast; do
+	LINK_KIND=$kind pair_conf A FTFW
+	LINK_KIND=$kind pair_conf B FTFW
+	pair_start A && pair_start B || { fail "$kind: the daemons start"; continue; }
+	load 200 1000
+	check "$kind: A's 200 states reach B" wait_until 20 ext_is 200
+	r0=$(restarts B)
+	case $kind in
+	UDP)
+		x_send 198.18.1.2 3780 198.18.1.66 50 restart
+		x_send 198.18.1.2 3780 198.18.1.66 50 resync
+		check "$kind: B counts X's 100 datagrams as strangers" wait_until 5 test "$(strangers B)" -ge 100
+		;;
+	TCP)
+		for i in 1 2 3; do
+			ip netns exec "$NS_X" timeout 5 python3 -c '
+import socket, struct, sys
+c = socket.create_connection(("198.18.1.2", 3780), timeout=2)
+c.sendall(struct.pack(">BBHI", 0x1A, 0x30, 8, 12345))
+c.settimeout(2)
+try:
+    sys.exit(0 if c.recv(1) == b"" else 1)
+except OSError:
+    sys.exit(0)
+' || fail "$kind: B closes X's connection"
+		done
+		check "$kind: B counts X's 3 connections as strangers" wait_until 5 test "$(strangers B)" -ge 3
+		;;
+	Multicast)
+		x_send 225.0.0.50 3780 198.19.9.9 50 restart
+		x_send 225.0.0.50 3780 198.19.9.9 50 resync
+		check "$kind: B counts X's 100 datagrams from outside the link's network" \
+			wait_until 5 test "$(strangers B)" -ge 100
+		;;
+	esac
+	check "$kind: no forged restart reached B's engine ($(restarts B) restarts, $r0 before)" \
+		test "$(restarts B)" -eq "$r0"
+	check "$kind: B's external cache kept its 200 states" ext_is 200
+	check "$kind: B logs the strangers" grep -q 'which is not the peer' "$WORK/B.log"
+	load 20 2000
+	check "$kind: A's replication goes on (220 states on B)" wait_until 20 ext_is 220
+	stop_both
+done
+finish
