@@ -206,22 +206,39 @@ struct ftfw_config {
 	 * the default (false) repairs lost ACKs sooner.
 	 */
 	bool plain_acks;
+	/*
+	 * FTFW: do not send our table to a peer heard for the first time
+	 * (FTFW_PEER_NEW).  The default (false) sends it unasked, as the
+	 * daemon does: a 1.4.7 peer asks for it once, at its own start, and
+	 * that request is lost if we were down then or if our HELLO flushed
+	 * it from its resend queue (§2.3 step 1).  For the simulator's
+	 * --no-bulk-on-new, to show what the bulk repairs.
+	 */
+	bool no_bulk_on_new;
 	/* ALARM: RefreshTime, seconds (0 = ALARM_DEFAULT_REFRESH_S). */
 	uint32_t refresh_time_s;
 	/* ALARM: the seed of the engine's PRNG, used when ops->random is NULL. */
 	uint64_t random_seed;
 };
 
-/* What happened to a sending peer, for ops->peer_event. */
+/*
+ * What happened to a sending peer, for ops->peer_event.  The engine acts
+ * on NEW and RESTARTED itself, right after telling ops->peer_event.
+ */
 enum ftfw_peer_event {
-	FTFW_PEER_NEW,          /* first message ever from this peer id */
+	/*
+	 * First message ever from this peer id.  FTFW: the engine starts a
+	 * bulk send (ftfw_bulk()) unless cfg->no_bulk_on_new.
+	 */
+	FTFW_PEER_NEW,
 	/*
 	 * The peer restarted: a HELLO, or a jump of its sequence numbers that
 	 * no loss explains, began a new sequence space.  What it had sent
 	 * before and we have not received is gone with it, and what it
-	 * received from us is gone too (the engine already queued our
-	 * unacknowledged flows again).  A backup may flush what it holds from
-	 * this peer and call ftfw_request_resync().
+	 * received from us is gone too.  The engine queues our unacknowledged
+	 * flows again, then tells ops->peer_event, calls ops->peer_reset,
+	 * requests a resync (ftfw_request_resync()) and starts a bulk send
+	 * (ftfw_bulk()), in that order.
 	 */
 	FTFW_PEER_RESTARTED,
 	FTFW_PEER_LOST,         /* silent for peer_timeout_ms: no longer waited for */
@@ -232,8 +249,8 @@ enum ftfw_peer_event {
  * The callbacks.  `arg` is the pointer given to ftfw_new().  They run
  * inside the engine's calls and must not call back into the engine, with
  * these exceptions: dead_acked() may flow_table_delete() the handle (it is
- * already out of every queue), and peer_event() may call
- * ftfw_request_resync() and ftfw_bulk() (and change the external table).
+ * already out of every queue), peer_event() may call ftfw_request_resync()
+ * and ftfw_bulk(), and peer_reset() may change the external table.
  */
 struct ftfw_ops {
 	/*
@@ -262,8 +279,20 @@ struct ftfw_ops {
 	 * overlap.  Must not change any state the engine or apply() can see.
 	 */
 	void (*prefetch)(void *arg, unsigned peer, uint8_t type, const struct flow_full *f);
-	/* Optional. */
+	/*
+	 * Optional notification of what happened to `peer` (for a log, for
+	 * counters): the engine has its own policy for each event (see enum
+	 * ftfw_peer_event), and applies it whether or not this is set.
+	 */
 	void (*peer_event)(void *arg, unsigned peer, enum ftfw_peer_event ev);
+	/*
+	 * `peer` restarted (FTFW_PEER_RESTARTED): forget the states you hold
+	 * from it, which may include some it no longer has (its DELs lost
+	 * with it).  Called after peer_event() and before the engine asks
+	 * for the peer's whole table again.  Optional: NULL = nothing to
+	 * forget (the states held are not the peer's alone, say).
+	 */
+	void (*peer_reset)(void *arg, unsigned peer);
 	/*
 	 * ALARM: a random 32-bit value for the refresh intervals.  Optional:
 	 * NULL uses a PRNG seeded with cfg->random_seed.

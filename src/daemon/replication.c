@@ -168,40 +168,26 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		[FTFW_PEER_LOST] = "the peer went silent",
 		[FTFW_PEER_BACK] = "the peer is back (starting a new sequence space with it)",
 	};
+
+	(void)arg;
+	log_notice("sync: %s (peer %u)", what[ev], peer);
+}
+
+/*
+ * A restarted peer may have lost messages for states we still hold (a DEL
+ * in particular): drop what we have from it (the engine then asks for its
+ * whole table).  With one peer (unicast, TCP) the external cache is all
+ * its; a multicast group shares the cache, so there nothing is dropped and
+ * only the resync request is made.
+ */
+static void peer_reset(void *arg, unsigned peer)
+{
 	struct replication *r = arg;
 
-	log_notice("sync: %s (peer %u)", what[ev], peer);
-	/*
-	 * A restarted peer may have lost messages for states we still hold
-	 * (a DEL in particular): drop what we have from it and ask for its
-	 * whole table.  With one peer (unicast, TCP) the external cache is all
-	 * its; a multicast group shares the cache, so there only the resync
-	 * request is made.
-	 */
-	if (ev == FTFW_PEER_RESTARTED) {
-		if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
-		    !r->cfg->sync.disable_external_cache)
-			cache_flush_external(r->cache);
-		ftfw_request_resync(r->engine);
-		/*
-		 * Beyond 1.4.7: the restarted peer lost what we had sent it, and
-		 * the RESYNC request it may send at once can be among the
-		 * messages taken for old ones until its restart is recognised
-		 * (rx.c), never to be repeated by a 1.4.7 peer.  Send it our
-		 * table unasked, as its -n would have us do.
-		 */
-		ftfw_bulk(r->engine);
-	}
-	/*
-	 * Beyond 1.4.7: a peer heard for the first time gets our table too.
-	 * Either it has just started (it says HELLO), and its StartupResync
-	 * request, if any, may have gone to our previous process or been
-	 * lost, never to be repeated by 1.4.7; or we have, and what changed
-	 * in our kernel meanwhile never reached it.  A ctsyncd peer also
-	 * asks for it on seeing our restart: the bulk starts over, once.
-	 */
-	if (ev == FTFW_PEER_NEW && r->cfg->sync.mode == CONFIG_MODE_FTFW)
-		ftfw_bulk(r->engine);
+	(void)peer;
+	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
+	    !r->cfg->sync.disable_external_cache)
+		cache_flush_external(r->cache);
 }
 
 static void on_local_change(void *arg, uint32_t handle, enum kernel_event ev)
@@ -424,11 +410,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 {
 	static const struct ftfw_ops ops = {
 		.emit = emit, .apply = apply, .apply_exp = apply_exp, .prefetch = prefetch,
-		.dead_acked = dead_acked, .peer_event = peer_event,
+		.dead_acked = dead_acked, .peer_event = peer_event, .peer_reset = peer_reset,
 	};
 	static const struct ftfw_ops ops_no_exp = {
 		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
-		.peer_event = peer_event,
+		.peer_event = peer_event, .peer_reset = peer_reset,
 	};
 	struct ftfw_config fc = {
 		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK :

@@ -451,10 +451,11 @@ void ftfw_members_changed(struct ftfw *e, uint16_t members)
  * repair that: NACKs of released messages find nothing, and a bulk send
  * does not remove what the peer should have deleted.  So we make every
  * peer see us restart: a fresh sequence space and HELLO until each
- * answers.  Their owners flush what they hold from us and ask for a
- * resync (FTFW_PEER_RESTARTED), which our bulk answers.  With one peer
- * this never happens: nothing is released before it is known, and it is
- * never stopped being waited for unless peer_timeout_ms is set.
+ * answers.  Each takes it for a restart of ours (FTFW_PEER_RESTARTED) and
+ * asks for a resync, which our bulk answers (its owner may drop what it
+ * holds from us first: ops->peer_reset).  With one peer this never
+ * happens: nothing is released before it is known, and it is never
+ * stopped being waited for unless peer_timeout_ms is set.
  */
 void ftfw_soft_restart(struct ftfw *e)
 {

@@ -130,6 +130,17 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		if (e->resync_answered && e->resync == RESYNC_NONE)
 			e->resync = RESYNC_PENDING;
 		event(e, peer, FTFW_PEER_NEW);
+		/*
+		 * Beyond 1.4.7: a peer heard for the first time gets our table
+		 * unasked.  Either it has just started (it says HELLO), and its
+		 * StartupResync request, if any, may have gone to our previous
+		 * process or been lost, never to be repeated by 1.4.7; or we
+		 * have, and what changed in our kernel meanwhile never reached
+		 * it.  A ctsyncd peer also asks for it on seeing our restart:
+		 * the bulk starts over, once.
+		 */
+		if (e->cfg.mode == FTFW_MODE_FTFW && !e->cfg.no_bulk_on_new)
+			ftfw_bulk(e);
 	} else if (p->lost) {
 		/* It may have missed messages released while it was not waited for. */
 		p->lost = false;
@@ -231,6 +242,22 @@ static void restart(struct ftfw *e, unsigned peer, struct ftfw_peer *p)
 	p->acks_say_hello = false;      /* the new process may be another daemon (an upgrade) */
 	ftfw_requeue_inflight(e);
 	event(e, peer, FTFW_PEER_RESTARTED);
+	/*
+	 * The restarted peer may have lost messages for states we still hold
+	 * (a DEL in particular): the owner drops what it has from it, and we
+	 * ask for its whole table.
+	 */
+	if (e->ops.peer_reset)
+		e->ops.peer_reset(e->arg, peer);
+	ftfw_request_resync(e);
+	/*
+	 * Beyond 1.4.7: the restarted peer lost what we had sent it, and the
+	 * RESYNC request it may send at once can be among the messages taken
+	 * for old ones until its restart is recognised (classify()), never to
+	 * be repeated by a 1.4.7 peer.  Send it our table unasked, as its -n
+	 * would have us do.
+	 */
+	ftfw_bulk(e);
 }
 
 /*

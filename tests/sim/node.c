@@ -264,7 +264,7 @@ static void gen_flow(struct node *n, const struct flow_tuple *key, struct rng *r
 
 /*
  * FLOW_A_LABELS_GONE is a note of the internal table (the daemon's
- * caches.c) and of the decoder, not part of the state: not compared.
+ * src/cache/local.c) and of the decoder, not part of the state: not compared.
  */
 static bool full_equal(const struct flow_full *a, const struct flow_full *b)
 {
@@ -344,7 +344,7 @@ static void mirror_upsert(struct node *n, const struct flow_full *ff, uint64_t n
 		return;
 	}
 	/*
-	 * As the daemon's caches.c: a whole state without the labels its
+	 * As the daemon's src/cache/local.c: a whole state without the labels its
 	 * entry had is stored with FLOW_A_LABELS_GONE, so that the encoder
 	 * sends an all-zero label array and a peer that lays updates over
 	 * what it has (1.4.7) drops its labels too.
@@ -609,30 +609,22 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		fprintf(stderr, "%8llu node %u: peer %u %s\n", (unsigned long long)n->w->now, n->id,
 			peer, names[ev]);
 	}
-	/*
-	 * As the daemon (replication.c): a peer heard for the first time
-	 * gets our table unasked.  A 1.4.7 peer asks for it only once, at its
-	 * own start (StartupResync, §2.5), and that request is lost if we
-	 * were down then or if our HELLO flushed it from its resend queue
-	 * (§2.3 step 1).  --no-bulk-on-new turns it off (the daemon before
-	 * commit dbb1540), to show what it repairs.
-	 */
-	if (ev == FTFW_PEER_NEW && !n->w->no_bulk_on_new && n->cfg.mode == FTFW_MODE_FTFW)
-		ftfw_bulk(n->e);
 	if (ev == FTFW_PEER_RESTARTED && peer < n->w->n && n->w->nodes[peer].old)
 		n->w->old_restarts_seen++;
-	if (ev != FTFW_PEER_RESTARTED || peer >= n->w->n || !n->ext[peer])
-		return;
-	/*
-	 * The peer's daemon restarted: what it had not told us (DELs lost
-	 * with its dead entries) is gone from it.  Flush and ask again, as
-	 * keepalived's scripts do with -f and -n; and send it our table
-	 * unasked, as the daemon does (src/daemon/replication.c): its own
-	 * RESYNC request may be lost for good if it is a 1.4.7.
-	 */
-	flow_table_clear(n->ext[peer]);
-	ftfw_request_resync(n->e);
-	ftfw_bulk(n->e);
+}
+
+/*
+ * The peer's daemon restarted: what it had not told us (DELs lost with its
+ * dead entries) is gone from it.  Its states have a table of their own
+ * here, flushed whatever the link; the engine then asks for them again and
+ * sends ours unasked, as in the daemon (sync.h, FTFW_PEER_RESTARTED).
+ */
+static void cb_peer_reset(void *arg, unsigned peer)
+{
+	struct node *n = arg;
+
+	if (peer < n->w->n && n->ext[peer])
+		flow_table_clear(n->ext[peer]);
 }
 
 static void cb_old_log(void *arg, const char *line)
@@ -648,6 +640,7 @@ static const struct ftfw_ops node_ops = {
 	.prefetch = cb_prefetch,
 	.dead_acked = cb_dead_acked,
 	.peer_event = cb_peer_event,
+	.peer_reset = cb_peer_reset,
 };
 
 void node_init(struct world *w, struct node *n, unsigned id, const struct ftfw_config *cfg,

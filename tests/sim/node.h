@@ -110,7 +110,6 @@ struct world {
 	uint64_t old_restarts_while_up, old_restarts_seen;
 	/* MIXED: mismatches excused (see excused() in node.c) */
 	uint64_t stale_excused, dropped_excused, not_nacked_excused;
-	bool no_bulk_on_new;            /* --no-bulk-on-new: no ftfw_bulk() on FTFW_PEER_NEW (node.c) */
 	bool failed;
 	char why[512];
 };

@@ -101,7 +101,7 @@ enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
 
 static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
 
-static bool no_bulk_on_new;             /* --no-bulk-on-new (node.c) */
+static bool no_bulk_on_new;             /* --no-bulk-on-new (struct ftfw_config) */
 static bool stable_old;                 /* --stable-old: in MIXED only ctsyncd restarts */
 
 struct scenario {
@@ -276,7 +276,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	w.enc_opts = sc.cfg.enc_opts;
 	w.time_seq = sc.time_seq;
 	w.trace = getenv("SIM_TRACE") != NULL;
-	w.no_bulk_on_new = no_bulk_on_new;
+	sc.cfg.no_bulk_on_new = no_bulk_on_new;
 	w.clock_base = rng_u32(&w.rng);
 	channel_init(&w.ch, &w.rng, w.n);
 	w.ch.f = sc.faults;

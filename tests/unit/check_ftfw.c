@@ -68,6 +68,9 @@ static struct harness {
 	uint32_t dead[APPLY_MAX];
 	size_t nevents;
 	struct { unsigned peer; enum ftfw_peer_event ev; } events[64];
+	/* ops->peer_reset calls, with what the engine had done when each came */
+	size_t nresets;
+	struct { unsigned peer; size_t nevents; bool resync, bulk; } resets[8];
 	bool delete_dead;               /* dead_acked deletes the entry, as the daemon does */
 	size_t nprefetched;
 	uint16_t prefetched_port[APPLY_MAX];
@@ -133,12 +136,28 @@ static void h_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	}
 }
 
+static void h_peer_reset(void *arg, unsigned peer)
+{
+	struct harness *h = arg;
+	struct ftfw_stats s;
+
+	REQUIRE(h->nresets < 8, "too many peer resets");
+	/* A read of the engine's state, to tell the order of its calls. */
+	ftfw_stats(h->e, &s);
+	h->resets[h->nresets].peer = peer;
+	h->resets[h->nresets].nevents = h->nevents;
+	h->resets[h->nresets].resync = s.resync_outstanding;
+	h->resets[h->nresets].bulk = s.bulk_running;
+	h->nresets++;
+}
+
 static const struct ftfw_ops h_ops = {
 	.emit = h_emit,
 	.apply = h_apply,
 	.prefetch = h_prefetch,
 	.dead_acked = h_dead_acked,
 	.peer_event = h_event,
+	.peer_reset = h_peer_reset,
 };
 
 static struct ftfw_config default_cfg(void)
@@ -149,7 +168,7 @@ static struct ftfw_config default_cfg(void)
 	return c;
 }
 
-static void h_setup_cfg(const struct ftfw_config *cfg, uint32_t seq)
+static void h_setup_ops(const struct ftfw_config *cfg, const struct ftfw_ops *ops, uint32_t seq)
 {
 	struct flow_table_options o = { .buckets = 256, .seed = 1, .user_bytes = FTFW_USER_BYTES };
 
@@ -157,7 +176,12 @@ static void h_setup_cfg(const struct ftfw_config *cfg, uint32_t seq)
 	H.delete_dead = true;
 	H.now = 100000;
 	ck_assert_int_eq(flow_table_new(&o, &H.t), 0);
-	ck_assert_int_eq(ftfw_new(cfg, &h_ops, &H, H.t, seq, H.now, &H.e), 0);
+	ck_assert_int_eq(ftfw_new(cfg, ops, &H, H.t, seq, H.now, &H.e), 0);
+}
+
+static void h_setup_cfg(const struct ftfw_config *cfg, uint32_t seq)
+{
+	h_setup_ops(cfg, &h_ops, seq);
 }
 
 static void h_setup(void)
@@ -396,10 +420,23 @@ START_TEST(hello_is_acked_with_hello_back)
 }
 END_TEST
 
+/*
+ * The scripted peer starts: to the engine a restart of peer 0 (another
+ * process than the former one), so it asks for the peer's table and sends
+ * its own, empty.  The peer says HELLO at S - 1 and acknowledges our
+ * RESYNC request at S; the rows go on from S + 1.
+ */
 static void row1(void)
 {
+	const struct out_msg *rs;
+
 	conformance_setup();
-	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S, 0, 0);
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, S - 1, 0, 0);
+	h_send();
+	rs = find_kind(0, WIRE_K_RESYNC);
+	REQUIRE(rs, "no RESYNC request on the peer's restart");
+	feed_ctl(WIRE_F_ACK, S, rs->hdr.seq, rs->hdr.seq);
+	REQUIRE(ftfw_idle(H.e), "not idle after the peer's restart");
 	h_advance(1000);
 	H.nout = 0;
 }
@@ -894,6 +931,8 @@ END_TEST
 /* Deviation 6: on a peer's restart, what was in flight is sent again instead of dropped. */
 START_TEST(peer_restart_requeues_what_was_in_flight)
 {
+	uint64_t retx0;
+	uint32_t next = 20;
 	size_t d;
 
 	row2();
@@ -902,18 +941,78 @@ START_TEST(peer_restart_requeues_what_was_in_flight)
 	h_send();
 	EXPECT_EQ("in flight", 3, stats().inflight);
 	d = H.nout;
+	retx0 = stats().retransmitted;
 	/* The peer restarted, with a counter far from its old one. */
 	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, 3000000000u, 0, 0);
 	EXPECT_EQ("restart event", FTFW_PEER_RESTARTED, H.events[H.nevents - 1].ev);
 	EXPECT_EQ("in flight after HELLO", 0, stats().inflight);
 	EXPECT_EQ("waiting for retransmission", 3, stats().retxq_len);
 	h_send();
-	EXPECT_EQ("sent again", 3, count_kind(d, WIRE_K_DATA));
-	EXPECT_EQ("with HELLO_BACK on the first", WIRE_F_HELLO_BACK, H.out[d].hdr.flags);
+	/*
+	 * The three are the first data sent, as retransmissions; the bulk the
+	 * restart also starts (sync.h, FTFW_PEER_RESTARTED) sends them once
+	 * more after.
+	 */
+	EXPECT_EQ("sent again", 3, stats().retransmitted - retx0);
+	for (size_t i = d; i < H.nout && next < 23; i++)
+		if (H.out[i].kind == WIRE_K_DATA)
+			EXPECT_EQ("data sent first after the restart", next++, out_mark(&H.out[i]));
+	EXPECT_EQ("data sent again", 23, next);
+	REQUIRE(H.out[d].hdr.flags & WIRE_F_HELLO_BACK, "HELLO_BACK on our first message: flags 0x%02x",
+		H.out[d].hdr.flags);
 	h_advance(1000);
 	expect_range(find_kind(d, WIRE_K_ACK), "ACK of the new process", WIRE_F_ACK,
 		     3000000000u, 3000000000u);
 	h_teardown();
+}
+END_TEST
+
+/*
+ * For a restarted peer the engine tells the owner (peer_event), has it
+ * forget what it holds from the peer (peer_reset), asks for the peer's
+ * table and sends it ours, in that order.  Without a peer_reset the rest
+ * is the same.
+ */
+START_TEST(restart_resets_peer_then_resyncs_and_bulks)
+{
+	for (int with_reset = 1; with_reset >= 0; with_reset--) {
+		struct ftfw_config c = default_cfg();
+		struct ftfw_ops ops = h_ops;
+		size_t d, nev;
+
+		if (!with_reset)
+			ops.peer_reset = NULL;
+		h_setup_ops(&c, &ops, 1000);
+		feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+		h_send();                       /* the new peer's bulk, of an empty table */
+		for (uint32_t i = 0; i < 3; i++)
+			put_flow(i, i);
+		h_send();
+		feed_ctl(WIRE_F_ACK, 101, 1000, ftfw_next_seq(H.e) - 1);
+		REQUIRE(ftfw_idle(H.e), "not idle before the restart");
+		EXPECT_EQ("peer resets for a new peer", 0, H.nresets);
+		d = H.nout;
+		nev = H.nevents;
+		/* The peer restarted, with a counter far from its old one. */
+		feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, 3000000000u, 0, 0);
+		EXPECT_EQ("events told", nev + 1, H.nevents);
+		EXPECT_EQ("event", FTFW_PEER_RESTARTED, H.events[nev].ev);
+		EXPECT_EQ("event's peer", 0, H.events[nev].peer);
+		EXPECT_EQ("peer resets", with_reset ? 1 : 0, H.nresets);
+		if (with_reset) {
+			EXPECT_EQ("reset peer", 0, H.resets[0].peer);
+			EXPECT_EQ("events told before the reset", nev + 1, H.resets[0].nevents);
+			EXPECT_EQ("RESYNC requested before the reset", 0, H.resets[0].resync);
+			EXPECT_EQ("bulk running before the reset", 0, H.resets[0].bulk);
+		}
+		EXPECT_EQ("RESYNC requested", 1, stats().resync_outstanding);
+		EXPECT_EQ("bulk running", 1, stats().bulk_running);
+		h_send();
+		EXPECT_EQ("RESYNC requests sent", 1, count_kind(d, WIRE_K_RESYNC));
+		EXPECT_EQ("RESYNC request first", WIRE_K_RESYNC, H.out[d].kind);
+		EXPECT_EQ("data of the bulk", 3, count_kind(d, WIRE_K_DATA));
+		h_teardown();
+	}
 }
 END_TEST
 
@@ -1578,6 +1677,7 @@ START_TEST(sequence_numbers_wrap_around)
 
 	h_setup_cfg(&c, 0xfffffff0u);
 	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 0xfffffffeu, 0, 0);
+	h_send();                       /* the new peer's bulk, of an empty table */
 	for (uint32_t i = 0; i < 40; i++)
 		put_flow(i, i);
 	h_send();
@@ -1683,6 +1783,64 @@ START_TEST(silent_peer_is_lost_and_bulk_sent_when_back)
 }
 END_TEST
 
+/*
+ * A peer heard for the first time gets our table unasked in FTFW, unless
+ * no_bulk_on_new; NOTRACK sends no bulk of its own.
+ * Only the first message does it, and no peer is reset.
+ */
+START_TEST(first_heard_peer_gets_a_bulk_unless_disabled)
+{
+	static const struct {
+		const char *name;
+		enum ftfw_mode mode;
+		bool no_bulk_on_new;
+		unsigned bulk;                  /* data messages expected */
+	} cases[] = {
+		{ "FTFW", FTFW_MODE_FTFW, false, 3 },
+		{ "FTFW, no_bulk_on_new", FTFW_MODE_FTFW, true, 0 },
+		{ "NOTRACK", FTFW_MODE_NOTRACK, false, 0 },
+	};
+	char what[96];
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct ftfw_config c = default_cfg();
+		struct flow_full ff;
+		uint32_t h;
+		size_t d;
+
+		c.mode = cases[k].mode;
+		c.no_bulk_on_new = cases[k].no_bulk_on_new;
+		h_setup_cfg(&c, 1000);
+		/* The start-up dump: in the table, nothing to send. */
+		for (uint32_t i = 0; i < 3; i++) {
+			make_flow(&ff, i, i);
+			REQUIRE(flow_table_upsert(H.t, &ff, 0, &h) >= 0, "upsert");
+			ck_assert_int_eq(ftfw_flow_loaded(H.e, h), 0);
+		}
+		h_send();
+		snprintf(what, sizeof(what), "%s: data before a peer is heard", cases[k].name);
+		EXPECT_EQ(what, 0, count_kind(0, WIRE_K_DATA));
+		feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+		snprintf(what, sizeof(what), "%s: events told", cases[k].name);
+		EXPECT_EQ(what, 1, H.nevents);
+		snprintf(what, sizeof(what), "%s: event", cases[k].name);
+		EXPECT_EQ(what, FTFW_PEER_NEW, H.events[0].ev);
+		snprintf(what, sizeof(what), "%s: bulk running", cases[k].name);
+		EXPECT_EQ(what, cases[k].bulk > 0, stats().bulk_running);
+		d = H.nout;
+		h_send();
+		snprintf(what, sizeof(what), "%s: data sent to the new peer", cases[k].name);
+		EXPECT_EQ(what, cases[k].bulk, count_kind(d, WIRE_K_DATA));
+		feed_ctl(WIRE_F_ALIVE, 101, 0, 0);
+		snprintf(what, sizeof(what), "%s: bulk running after its second message", cases[k].name);
+		EXPECT_EQ(what, 0, stats().bulk_running);
+		snprintf(what, sizeof(what), "%s: peer resets", cases[k].name);
+		EXPECT_EQ(what, 0, H.nresets);
+		h_teardown();
+	}
+}
+END_TEST
+
 /* Deviation 5: a peer first heard after we released messages may have missed a DEL. */
 START_TEST(late_peer_makes_us_start_a_new_sequence_space)
 {
@@ -1691,6 +1849,7 @@ START_TEST(late_peer_makes_us_start_a_new_sequence_space)
 
 	h_setup();
 	feed_ctl_peer(0, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	h_send();                       /* the new peer's bulk, of an empty table */
 	h = put_flow(1, 1);
 	h_send();
 	kill_flow(h);
@@ -1742,10 +1901,13 @@ END_TEST
  */
 START_TEST(acked_hello_messages_are_sent_again_without_hello)
 {
+	struct ftfw_config c = default_cfg();
 	uint32_t first, again[3];
 	size_t d;
 
-	h_setup();
+	/* The bulk the peer's first message would start sends the three once more. */
+	c.no_bulk_on_new = true;
+	h_setup_cfg(&c, 1000);
 	for (uint32_t i = 1; i <= 3; i++)
 		put_flow(i, 10 + i);
 	h_send();
@@ -2309,6 +2471,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, acks_and_nacks_never_say_hello);
 	tcase_add_test(hello, sequence_tracked_while_peer_says_hello);
 	tcase_add_test(hello, peer_restart_requeues_what_was_in_flight);
+	tcase_add_test(hello, restart_resets_peer_then_resyncs_and_bulks);
 	tcase_add_test(hello, duplicate_hello_is_not_a_restart);
 	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
@@ -2345,6 +2508,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(multi, message_leaves_only_when_every_peer_acked);
 	tcase_add_test(multi, each_peer_has_its_own_sequence_space);
 	tcase_add_test(multi, silent_peer_is_lost_and_bulk_sent_when_back);
+	tcase_add_test(multi, first_heard_peer_gets_a_bulk_unless_disabled);
 	tcase_add_test(multi, late_peer_makes_us_start_a_new_sequence_space);
 	tcase_add_test(hello, acks_count_only_after_hello_back);
 	tcase_add_test(hello, dropped_hello_is_not_answered);
