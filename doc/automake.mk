@@ -1,2 +1,3 @@
 dist_man_MANS += doc/ctsyncd.conf.5
 dist_man_MANS += doc/ctsyncd.8
+EXTRA_DIST += doc/protocol.md
