@@ -34,6 +34,9 @@ TESTS += tests/integration/expect.sh tests/integration/multinode.sh tests/integr
 EXTRA_DIST += tests/integration/expect.sh tests/integration/multinode.sh tests/integration/nat.sh tests/integration/xml.sh tests/integration/stats.sh tests/integration/filter.sh tests/integration/labels.sh
 EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
+# Hostile input: an attacker on the sync segment.
+TESTS += tests/integration/strangers.sh
+EXTRA_DIST += tests/integration/strangers.sh
 
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh
