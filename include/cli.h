@@ -1,6 +1,6 @@
 /*
  * cli.h - the command line of ctsyncd, compatible with conntrackd 1.4.7
- * (reference §5.2), plus a few long options of our own.
+ * (ctsyncd(8), OPTIONS), plus a few long options of our own.
  *
  * cli_parse() is pure: it reads argv and fills a struct cli_options; it
  * prints nothing and never exits.  The caller prints `message` (an error

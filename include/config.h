@@ -3,7 +3,7 @@
  *
  * Only src/config/ reads configuration files and validates options; every
  * other module receives a `const struct config *`.  The grammar is that of
- * conntrackd 1.4.7 (reference §7), so an upstream file parses unchanged.
+ * conntrackd 1.4.7 (ctsyncd.conf(5)), so an upstream file parses unchanged.
  */
 #ifndef CTSYNCD_CONFIG_H
 #define CTSYNCD_CONFIG_H
@@ -19,7 +19,7 @@
 #define CONFIG_HELPER_NAME_MAX  16   /* includes the NUL */
 #define CONFIG_PATH_MAX         108  /* sun_path size: the longest path we accept anywhere */
 
-/* Defaults of conntrackd 1.4.7 (reference §7 and §10). */
+/* Defaults of conntrackd 1.4.7 (ctsyncd.conf.5 and protocol.md §8). */
 #define CONFIG_DEFAULT_HASH_SIZE            65536u
 #define CONFIG_DEFAULT_HASH_LIMIT           262144u
 #define CONFIG_DEFAULT_OVERRUN_RESYNC       30u

@@ -1,7 +1,7 @@
 /*
  * control_proto.h - the UNIX control socket protocol.
  *
- * conntrackd 1.4.7's protocol (reference §5.4): the client connects, sends
+ * conntrackd 1.4.7's protocol (ctsyncd(8), CONTROL PROTOCOL): the client connects, sends
  * one native-endian 32-bit request code, and reads text until the daemon
  * closes the connection.  Debian's `conntrackd` client therefore works
  * against ctsyncd unchanged.
@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Request codes of conntrackd 1.4.7 (reference §5.2). */
+/* Request codes of conntrackd 1.4.7 (ctsyncd(8), OPTIONS). */
 enum ctl_request {
 	CTL_FLUSH_KERNEL_CT      = 0,   /* -F ct */
 	CTL_RESYNC_KERNEL_CT     = 1,   /* -R ct */

@@ -1,6 +1,6 @@
 /*
  * flow_filter.h - the `General { Filter { ... } }` of conntrackd.conf,
- * compiled for fast checks (reference §6 "Filtering").
+ * compiled for fast checks (protocol.md §6 "Filtering").
  *
  * A filter has up to three parts, each Accept or Ignore:
  *

@@ -91,7 +91,7 @@ enum kernel_event {
  * and a DESTROY event has no timeout and no protocol info.  A clear FLOW_A_*
  * bit therefore means "not in the message", and an owner merges updates.
  *
- * NAT is derived from the reply tuple as conntrackd does (reference §1.6):
+ * NAT is derived from the reply tuple as conntrackd does (protocol.md §2.7):
  * SNAT = reply dst when SRC_NAT_DONE and it differs from the original src,
  * SPAT = reply dst port when SRC_NAT_DONE and it differs from the original
  * src port; DNAT / DPAT likewise with DST_NAT_DONE, the reply src and the
@@ -123,7 +123,7 @@ enum kernel_build_opt {
 	 * TCPWindowTracking on: no BE_LIBERAL, and the window scales are sent
 	 * (with the WINDOW_SCALE flag in both directions, without which the
 	 * kernel ignores them).  Off (default): BE_LIBERAL (0x08) in the flags
-	 * and mask of both directions, no window scales (§6).
+	 * and mask of both directions, no window scales (protocol.md §6.3).
 	 */
 	KERNEL_BUILD_WINDOW_TRACKING = 1u << 1,
 };
@@ -135,7 +135,7 @@ enum kernel_build_opt {
  * -ENOSPC (`cap` too small; the bytes written are garbage), -EINVAL (no
  * family, or an op out of range).
  *
- * CREATE applies §6's injection transformations: CTA_TIMEOUT = `timeout`
+ * CREATE applies protocol.md §6.3's injection transformations: CTA_TIMEOUT = `timeout`
  * (seconds; required by the kernel), IPS_EXPECTED and the NAT bits cleared
  * from the status and IPS_CONFIRMED set, the reply tuple rebuilt as the
  * plain inversion of the original, SNAT / DNAT / SPAT / DPAT requested with
@@ -218,7 +218,7 @@ enum {
 	/*
 	 * A process's ctnetlink request made it (nlmsg_pid is not 0): the
 	 * kernel then reports every attribute the request could change, so
-	 * an UPDATE without labels means the state has none (§5: the kernel
+	 * an UPDATE without labels means the state has none (protocol.md §6.1: the kernel
 	 * leaves all-zero labels out, and reports labels in a packet's
 	 * event only when they changed).
 	 */

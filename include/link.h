@@ -4,7 +4,7 @@
  *
  * A link moves bytes and knows nothing of what they mean.  The sync layer
  * appends whole messages; the group packs them into datagrams up to the
- * active link's payload limit (the channel buffer of reference §4.1) and
+ * active link's payload limit (the channel buffer of protocol.md §5.1) and
  * sends them when a datagram is full or when link_group_flush() runs (the
  * daemon calls it from the loop's before-sleep hook, once per iteration).
  * Received bytes come back through one callback: whole datagrams for UDP
@@ -18,7 +18,7 @@
  * UP and RUNNING, the first other link whose device is UP and RUNNING takes
  * over, else (if the active one is not even UP or RUNNING) the first other
  * that is UP or RUNNING; the switch is logged, and an error is logged once
- * when no link is usable.  1.4.7 (reference §4.5) takes the first other
+ * when no link is usable.  1.4.7 (protocol.md §5.5) takes the first other
  * link that is UP or RUNNING even when a later one is both, and so can
  * swap between two links without carrier at every rtnetlink message.  A
  * datagram (TCP: run of frames) that the owner's frame_valid accepts,
@@ -30,7 +30,7 @@
  * gone for a moment (ENETDOWN/ENETUNREACH/EHOSTUNREACH), or the TCP client
  * is not connected.  They are sent first when the socket is writable again,
  * the connection is back or another link became active.  The queue holds
- * ErrorQueueLength datagrams for TCP (reference §4.4; at least 2, so that
+ * ErrorQueueLength datagrams for TCP (protocol.md §5.4; at least 2, so that
  * a half-written datagram never has to go) and
  * LINK_DGRAM_QUEUE_LEN for UDP and multicast; when it is full the oldest
  * datagram is dropped and counted.  1.4.7 drops a UDP datagram whose send
@@ -63,7 +63,7 @@ struct link_group;
 #define LINK_DGRAM_QUEUE_LEN    256u
 /* Upper bound of the queue, whatever ErrorQueueLength says (memory). */
 #define LINK_QUEUE_MAX          65536u
-/* The largest message append accepts; 1.4.7 builds each in 4 KiB (§1.1). */
+/* The largest message append accepts; 1.4.7 builds each in 4 KiB (protocol.md §2.1). */
 #define LINK_MSG_MAX            4096u
 /*
  * The longest frame a TCP stream may carry (a 16-bit length): the stream
@@ -148,7 +148,7 @@ int link_group_flush(struct link_group *g);
 
 /*
  * The active link's datagram payload limit, in bytes: MTU - 28 for UDP and
- * multicast over IPv4, MTU - 40 for TCP over IPv4 (reference §4.1), and 20
+ * multicast over IPv4, MTU - 40 for TCP over IPv4 (protocol.md §5.1), and 20
  * bytes less over IPv6, whose header is 40 bytes (1.4.7 uses the IPv4
  * figures for IPv6 too, so its full datagrams are fragmented); never more
  * than a UDP datagram can carry (65507 over IPv4, 65527 over IPv6).  It

@@ -2,12 +2,11 @@
  * sync.h - the replication modes as pure state machines (module `sync`).
  *
  * FTFW, the reliable mode of conntrackd 1.4.7, with its wire behaviour
- * (§2 of shared/reference/conntrackd-1.4.7-facts.md): one sequence counter
- * for every message sent, ACK window, NACK on gaps, HELLO/HELLO_BACK,
- * ALIVE, RESYNC; and NOTRACK and ALARM (§3, best effort) as variants of
- * the same engine (see "ALARM" below).  What ctsyncd adds so that the
+ * (doc/protocol.md §3): one sequence counter for every message sent, ACK
+ * window, NACK on gaps, HELLO/HELLO_BACK, ALIVE, RESYNC; and NOTRACK and
+ * ALARM (protocol.md §4, best effort) as variants of the same engine (see "ALARM" below).  What ctsyncd adds so that the
  * pair always converges, still in the 1.4.7 wire format, is said in
- * "Beyond 1.4.7" below and at each place in src/sync/ where we do it.
+ * doc/protocol.md §7.1 and at each place in src/sync/ where we do it.
  *
  * The engine is pure: no system call, no clock, no randomness of its own
  * (ALARM's is injected), no allocation after ftfw_new().  The caller passes the time (`now`, in
@@ -36,7 +35,7 @@
  * FTFW_PEERS_MAX (its link address mapped to an index; 0 for the one peer
  * of a unicast link).  The engine keeps one struct per peer: the receiver
  * state of that peer's sequence space (what 1.4.7 keeps once per process,
- * §2.3) and what the sender needs to know of it (which of our messages it
+ * protocol.md §3.4) and what the sender needs to know of it (which of our messages it
  * acknowledged, whether it answered our HELLO).  With multicast and three
  * or more nodes, every node then tracks every other node's sequence space
  * on its own, and a message of ours leaves the resend queue only when
@@ -47,67 +46,13 @@
  * ftfw_initial_seq() (time(NULL), as 1.4.7 uses it, makes nodes started
  * in the same second share a sequence space).
  *
- * Beyond 1.4.7 (issue 4).  Each of these changes only when and which
- * messages we send, never their format; a 1.4.7 peer sees ordinary
- * messages, and its own behaviour is what §2 describes:
- *  1. Sequence numbers are tracked from the very first message, also while
- *     the peer's HELLO is pending; 1.4.7 takes every HELLO message as
- *     "in sync" and so never NACKs what was lost during a handshake.
- *     (rx.c says how a restart is still told from a handshake going on.)
- *  2. Unacknowledged data is retransmitted after a timeout (RTO 1.5 s;
- *     while the peers are silent only the oldest message is resent, with
- *     the timeout doubled up to 12 s), and sooner when messages sent after
- *     it were acknowledged (fast retransmit), so lost data, lost ACKs, lost
- *     NACKs and the last messages before going quiet are always repaired.
- *     A retransmission is an ordinary message with a fresh sequence
- *     number, as 1.4.7's NACK-triggered retransmissions are.
- *  3. A full resend queue never drops a state: at most ResendQueueSize
- *     data messages are in flight, the rest wait in the tx queue (which
- *     costs nothing: it is the flows' own links).  Keep ResendQueueSize
- *     above the peer's ACKWindowSize (the defaults are 131072 and 300), or
- *     each round waits for the peer's one-second ACK timer.
- *  4. Bulk sends (-B, RESYNC answers) walk the table in slices as the
- *     in-flight window drains: a million flows need no allocation.
- *  5. One receiver state per sending peer (above).  In a multicast group
- *     a peer first heard after we released messages (or heard again after
- *     peer_timeout_ms) may have missed some, a DEL among them: we start a
- *     new sequence space with HELLO, which its owner takes for a restart
- *     (flush, resync); and a RESYNC request of ours answered before such a
- *     peer was known is sent again.
- *  6. On a restarted peer's HELLO, 1.4.7 drops its resend queue; we queue
- *     those flows for transmission again instead.
- *  7. ACKs are due one second after the first unacknowledged message,
- *     even while we keep sending (1.4.7 re-arms its one-second timer on
- *     every transmission, so a busy 1.4.7 node ACKs only per window).
- *     The one-second ALIVE, and the ACK sent in its place, are 1.4.7's.
- *  8. ACK and NACK control messages are not kept for retransmission (1.4.7
- *     keeps them in its resend queue): with (2) a lost ACK or NACK costs a
- *     retransmission of data, never a state.  A NACK naming one of them
- *     resends nothing, which is also what 1.4.7 does for elements it has
- *     already released.  RESYNC requests are kept and retransmitted until
- *     acknowledged.
- *  9. A gap is NACKed again, a second and then up to 8 s apart, a dozen
- *     times: a 1.4.7 sender never retransmits on its own, so a lost NACK
- *     would lose its states; a repeated NACK names numbers it still
- *     holds (we never ACK a gap), or, if the first one got through,
- *     numbers no sender holds any more, which resend nothing.
- * 10. An ACK also covers the ranges of the two ACKs before it when no gap
- *     lies between, so that one lost ACK does not wait for the RTO.
- *     Acknowledging a number twice is harmless to any sender.
- * 11. And every ACK is sent a second time 20 ms later, in another
- *     datagram, for the ranges that end at a gap.  (10) and (11) cost
- *     16-byte messages and turn most lost ACKs into no retransmission at
- *     all; plain_acks turns both off.
- * 12. The ACK window counts data and RESYNC messages only: 1.4.7 counts
- *     every message, so a small window, or three nodes, make ACKs answer
- *     ACKs without end.  Control messages are still acknowledged, by the
- *     timer, as 1.4.7 acknowledges them.
- * 13. HELLO_BACK answers a HELLO we accepted (not one dropped as old), and
- *     a peer's ACKs and NACKs count only once it has answered our HELLO:
- *     before that they name numbers of a sequence space it tracked before
- *     (our previous process's, which time(NULL) counters overlap).
+ * Beyond 1.4.7.  What ctsyncd does differently changes only when and which
+ * messages it sends, never their format: a 1.4.7 peer sees ordinary
+ * messages, and its own behaviour is what doc/protocol.md §3 describes.
+ * Every difference is numbered in doc/protocol.md §7.1 ("Deviation 1" to
+ * "Deviation 20"); the code says "deviation N" where it does one.
  *
- * ALARM (1.4.7's "persistent" mode, §3).  No HELLO, ACK, NACK, ALIVE or
+ * ALARM (1.4.7's "persistent" mode, protocol.md §4).  No HELLO, ACK, NACK, ALIVE or
  * RESYNC is ever sent; every message is data with flags 0 and the next
  * number of the one sequence counter, as in NOTRACK.  Every flow of the
  * internal table has a refresh timer: its current state is sent again
@@ -150,12 +95,12 @@ struct ftfw;
 #define FTFW_PEERS_MAX          16u
 
 /* Defaults, in the units of struct ftfw_config. */
-#define FTFW_DEFAULT_RESEND_QUEUE_SIZE  131072u /* ResendQueueSize (§2.1, §10) */
-#define FTFW_DEFAULT_ACK_WINDOW         300u    /* ACKWindowSize (§2.3, §10) */
-#define FTFW_TIMER_MS                   1000u   /* 1.4.7's constant ALIVE/ACK timer (§2.2) */
+#define FTFW_DEFAULT_RESEND_QUEUE_SIZE  131072u /* ResendQueueSize (protocol.md §3.2, §8) */
+#define FTFW_DEFAULT_ACK_WINDOW         300u    /* ACKWindowSize (protocol.md §3.4, §8) */
+#define FTFW_TIMER_MS                   1000u   /* 1.4.7's constant ALIVE/ACK timer (protocol.md §3.3) */
 #define FTFW_DEFAULT_RTO_MS             1500u
 #define FTFW_DEFAULT_RTO_MAX_MS         12000u
-#define ALARM_DEFAULT_REFRESH_S         60u     /* RefreshTime (§3, §7) */
+#define ALARM_DEFAULT_REFRESH_S         60u     /* RefreshTime (protocol.md §4, §8) */
 /* Granularity of ALARM's timer wheel: a refresh is due on a multiple of this. */
 #define ALARM_TICK_MS                   100u
 
@@ -167,9 +112,9 @@ struct ftfw;
 #define FTFW_MSG_MAX            WIRE_CT_MAX_LEN
 
 enum ftfw_mode {
-	FTFW_MODE_FTFW,         /* reliable (§2) */
-	FTFW_MODE_NOTRACK,      /* best effort (§3): no HELLO, ACK, NACK; nothing resent */
-	FTFW_MODE_ALARM,        /* §3: every flow re-sent on its own timer; nothing else */
+	FTFW_MODE_FTFW,         /* reliable (protocol.md §3) */
+	FTFW_MODE_NOTRACK,      /* best effort (protocol.md §4): no HELLO, ACK, NACK; nothing resent */
+	FTFW_MODE_ALARM,        /* protocol.md §4: every flow re-sent on its own timer; nothing else */
 };
 
 struct ftfw_config {
@@ -202,7 +147,7 @@ struct ftfw_config {
 	uint32_t peer_timeout_ms;
 	/*
 	 * ACK exactly as 1.4.7 does: no widened ranges, no repeats
-	 * ("Beyond 1.4.7" 10 and 11).  For comparing traces with 1.4.7's;
+	 * (deviations 10 and 11).  For comparing traces with 1.4.7's;
 	 * the default (false) repairs lost ACKs sooner.
 	 */
 	bool plain_acks;
@@ -211,7 +156,7 @@ struct ftfw_config {
 	 * (FTFW_PEER_NEW).  The default (false) sends it unasked, as the
 	 * daemon does: a 1.4.7 peer asks for it once, at its own start, and
 	 * that request is lost if we were down then or if our HELLO flushed
-	 * it from its resend queue (§2.3 step 1).  For the simulator's
+	 * it from its resend queue (protocol.md §3.6).  For the simulator's
 	 * --no-bulk-on-new, to show what the bulk repairs.
 	 */
 	bool no_bulk_on_new;
@@ -380,7 +325,7 @@ void ftfw_forget_all(struct ftfw *e);
 /*
  * One message from peer `peer`, as the splitter gave it (WIRE_SPLIT_MSG;
  * a message with reason WIRE_R_WRONG_VERSION is counted and skipped
- * before sequence tracking, §1.8 step 5).  Data goes to ops->apply,
+ * before sequence tracking, protocol.md §2.11 step 5).  Data goes to ops->apply,
  * ACK/NACK/RESYNC act on our queues, and ACKs and NACKs we owe are
  * emitted from within this call.  -EINVAL for a peer id out of range.
  */
@@ -471,7 +416,7 @@ struct ftfw_stats {
 	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
 	uint64_t hello_resends;                 /* sent during HELLO, sent again once ACKed (ftfw.c) */
 	uint64_t hello_gap_resyncs;             /* RESYNCs asked after a loss during our HELLO (rx.c) */
-	/* message tracking (§1.8 step 8, §2.3) */
+	/* message tracking (protocol.md §2.12, §3.4) */
 	uint64_t seq_lost;                      /* sequence numbers skipped by gaps (counted exactly) */
 	uint64_t seq_before;                    /* old or duplicate messages dropped */
 	uint64_t peer_restarts;                 /* FTFW_PEER_RESTARTED */

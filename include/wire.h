@@ -7,8 +7,7 @@
  * write past the capacity.  Decoders read only the bytes they are given and
  * return a reason (enum wire_reason, WIRE_OK = 0) for every rejection.
  *
- * Byte layouts, ids and quirks: wire_format.h and §1 of
- * shared/reference/conntrackd-1.4.7-facts.md.
+ * Byte layouts, ids and quirks: wire_format.h and doc/protocol.md §2.
  */
 #ifndef CTSYNCD_WIRE_H
 #define CTSYNCD_WIRE_H
@@ -29,13 +28,13 @@
  */
 enum wire_reason {
 	WIRE_OK = 0,
-	/* framing and header, §1.8 steps 1-5 and 7 */
+	/* framing and header, protocol.md §2.11 steps 1-5 and 7 */
 	WIRE_R_TRUNCATED,               /* fewer bytes left than a header needs */
 	WIRE_R_BAD_SIZE,                /* len 0, len past the end, or below its form's minimum */
 	WIRE_R_WRONG_VERSION,           /* version nibble != 1: skip before seq tracking */
 	WIRE_R_BAD_HEADER,              /* unknown type, or flags that fit no kind (MSG_BAD) */
 	WIRE_R_BAD_TYPE,                /* data decoder given a type it does not carry */
-	/* TLV payload, §1.8 step 7 ("malformed payload") */
+	/* TLV payload, protocol.md §2.11 step 7 ("malformed payload") */
 	WIRE_R_ATTR_OVERRUN,            /* nta_len > bytes left in the message */
 	WIRE_R_ATTR_SHORT,              /* nta_len < 4 */
 	WIRE_R_ATTR_UNKNOWN,            /* id >= NTA_MAX (33) or NTA_EXP_MAX (21) */
@@ -59,7 +58,7 @@ enum wire_reason {
 	WIRE_R_MAX
 };
 
-/* The `conntrackd -s network` counter a reason is counted under (§1.8 step 8). */
+/* The `conntrackd -s network` counter a reason is counted under (protocol.md §2.12). */
 enum wire_counter {
 	WIRE_C_NONE = 0,
 	WIRE_C_WRONG_VERSION,
@@ -79,7 +78,7 @@ enum wire_counter wire_reason_counter(enum wire_reason r);
 /* True for the reasons where 1.4.7 would have accepted the message. */
 bool wire_reason_is_strict(enum wire_reason r);
 
-/* ---- header and control messages (§1.2-§1.4) ------------------------------ */
+/* ---- header and control messages (protocol.md §2.2-protocol.md §2.4) ------------------------------ */
 
 struct wire_hdr {
 	uint8_t version;                /* high nibble of byte 0 */
@@ -90,7 +89,7 @@ struct wire_hdr {
 	uint32_t from, to;              /* ACK/NACK/RESYNC range; 0 for other messages */
 };
 
-/* What a received message is, by §1.4's classification. */
+/* What a received message is, by protocol.md §2.4's classification. */
 enum wire_kind {
 	WIRE_K_DATA,                    /* type <= 5, no flag but HELLO/HELLO_BACK */
 	WIRE_K_ACK,
@@ -115,7 +114,7 @@ const char *wire_type_name(uint8_t type);
  * the header is of the 16-byte form (type 10 with ACK, NACK or RESYNC) and
  * 16 bytes are available, else left 0.  Returns WIRE_OK or
  * WIRE_R_TRUNCATED (fewer than 8 bytes).  No other check: the splitter
- * applies §1.8.
+ * applies protocol.md §2.11.
  */
 enum wire_reason wire_hdr_decode(const void *buf, size_t len, struct wire_hdr *h);
 
@@ -123,12 +122,12 @@ enum wire_reason wire_hdr_decode(const void *buf, size_t len, struct wire_hdr *h
  * Encode a control message: ACK, NACK or RESYNC (16 bytes, with `from` and
  * `to`) if `flags` has one of them, else ALIVE (8 bytes; WIRE_F_ALIVE is
  * added).  `flags` may carry HELLO/HELLO_BACK.  A RESYNC request is sent
- * with from = to = 0 (§1.2).  Returns the length, -ENOSPC if `cap` is too
+ * with from = to = 0 (protocol.md §2.2).  Returns the length, -ENOSPC if `cap` is too
  * small (nothing written), -EINVAL for flags outside WIRE_F_*.
  */
 int wire_ctl_encode(void *buf, size_t cap, uint8_t flags, uint32_t seq, uint32_t from, uint32_t to);
 
-/* ---- the splitter (§1.8 steps 1-5) ----------------------------------------- */
+/* ---- the splitter (protocol.md §2.11 steps 1-5) ----------------------------------------- */
 
 struct wire_msg {
 	const uint8_t *data;            /* the whole message, header included */
@@ -181,7 +180,7 @@ size_t wire_split_offset(const struct wire_split *s);
 long wire_frame_len(void *arg, const void *buf, size_t len, const char **why);
 bool wire_frame_valid(void *arg, const void *buf, size_t len);
 
-/* ---- conntrack messages (§1.6) ---------------------------------------------- */
+/* ---- conntrack messages (protocol.md §2.7) ---------------------------------------------- */
 
 /* Encoder options: what 1.4.7 sends depends on its configuration. */
 enum wire_enc_opt {
@@ -247,7 +246,7 @@ int wire_ct_size(const struct flow_full *f, unsigned opts);
  */
 enum wire_reason wire_ct_decode(const void *msg, size_t len, struct flow_full *out);
 
-/* ---- expectation messages (§1.7) ---------------------------------------------- */
+/* ---- expectation messages (protocol.md §2.10) ---------------------------------------------- */
 
 /*
  * Expectations travel as struct flow_exp (flow.h).  Tuples have zone 0;

@@ -2,24 +2,24 @@
  * wire_format.h - every size, id, flag and constant of the conntrackd 1.4.7
  * sync wire format.
  *
- * The section numbers ("§1.2") refer to shared/reference/conntrackd-1.4.7-
- * facts.md.  Nothing here is ours to change: a peer running conntrackd
+ * The section numbers ("protocol.md §2.2") refer to doc/protocol.md.
+ * Nothing here is ours to change: a peer running conntrackd
  * 1.4.7 reads and writes exactly these bytes.
  */
 #ifndef CTSYNCD_WIRE_FORMAT_H
 #define CTSYNCD_WIRE_FORMAT_H
 
-/* ---- framing and header (§1.1, §1.2, §10) -------------------------------- */
+/* ---- framing and header (protocol.md §2.1, §2.2, §8) ---------------------- */
 
 #define WIRE_VERSION            1       /* high nibble of byte 0 */
 #define WIRE_HDR_LEN            8       /* version/type, flags, BE len, BE seq */
 #define WIRE_CTL_RANGE_LEN      16      /* ACK/NACK/RESYNC: header + BE from + BE to */
 #define WIRE_ALIVE_LEN          8       /* ALIVE is the bare header */
-#define WIRE_ALIGN              4       /* TLVs start on 4-byte boundaries (§1.5) */
+#define WIRE_ALIGN              4       /* TLVs start on 4-byte boundaries (protocol.md §2.6) */
 #define WIRE_MSG_MAX            4096    /* 1.4.7 builds each message in a 4 KiB scratch buffer */
 #define WIRE_RX_BUF             65536   /* 1.4.7's receive buffer */
 
-/* Byte offsets inside the header (§1.2). */
+/* Byte offsets inside the header (protocol.md §2.2). */
 #define WIRE_OFF_VERTYPE        0
 #define WIRE_OFF_FLAGS          1
 #define WIRE_OFF_LEN            2
@@ -27,11 +27,11 @@
 #define WIRE_OFF_FROM           8
 #define WIRE_OFF_TO             12
 
-/* Datagram payload limits of a channel of MTU m (§4.1, §10). */
+/* Datagram payload limits of a channel of MTU m (protocol.md §5.1, §8). */
 #define WIRE_UDP_OVERHEAD       28      /* 20 IP + 8 UDP: buffer = MTU - 28 */
 #define WIRE_TCP_OVERHEAD       40      /* 20 IP + 20 TCP: buffer = MTU - 40 */
 
-/* ---- message types: low nibble of byte 0 (§1.3) ------------------------- */
+/* ---- message types: low nibble of byte 0 (protocol.md §2.3) ------------------------- */
 
 #define WIRE_T_CT_NEW           0
 #define WIRE_T_CT_UPD           1
@@ -42,7 +42,7 @@
 #define WIRE_T_DATA_MAX         5       /* types 0..5 carry TLVs */
 #define WIRE_T_CTL              10      /* meaning given by the flags */
 
-/* ---- flags: byte 1 (§1.4) ------------------------------------------------ */
+/* ---- flags: byte 1 (protocol.md §2.4) ------------------------------------------------ */
 
 #define WIRE_F_RESYNC           0x02    /* CTL, 16 bytes: send me your whole cache */
 #define WIRE_F_NACK             0x04    /* CTL, 16 bytes: resend [from, to] */
@@ -54,7 +54,7 @@
 #define WIRE_F_RANGE_MASK       (WIRE_F_ACK | WIRE_F_NACK | WIRE_F_RESYNC)
 #define WIRE_F_CTL_MASK         (WIRE_F_RANGE_MASK | WIRE_F_ALIVE)
 
-/* ---- TLV header (§1.5) --------------------------------------------------- */
+/* ---- TLV header (protocol.md §2.6) --------------------------------------------------- */
 
 #define WIRE_TLV_HDR_LEN        4       /* BE nta_len (unpadded, header included), BE id */
 #define WIRE_ALIGNED(n)         (((n) + WIRE_ALIGN - 1) & ~(WIRE_ALIGN - 1))
@@ -62,11 +62,11 @@
 #define WIRE_TLV_SPACE(n)       WIRE_ALIGNED(WIRE_TLV_HDR_LEN + (n))
 /*
  * 1.4.7 parses TLVs while more than 4 bytes of the message remain: up to 4
- * trailing bytes are ignored (§1.8 step 7).
+ * trailing bytes are ignored (protocol.md §2.11 step 7).
  */
 #define WIRE_TLV_TRAILER_MAX    4
 
-/* ---- conntrack attributes, message types 0..2 (§1.6) --------------------- */
+/* ---- conntrack attributes, message types 0..2 (protocol.md §2.7) --------------------- */
 
 #define NTA_IPV4                0       /* 8: orig src, orig dst, raw BE */
 #define NTA_IPV6                1       /* 32 */
@@ -80,7 +80,7 @@
 #define NTA_MASTER_IPV6         9       /* 32 */
 #define NTA_MASTER_L4PROTO      10      /* 1 */
 #define NTA_MASTER_PORT         11      /* 4 */
-#define NTA_SNAT_IPV4           12      /* 4: reply dst, raw BE (fixed in 1.4.7, §1.10) */
+#define NTA_SNAT_IPV4           12      /* 4: reply dst, raw BE (fixed in 1.4.7, protocol.md §2.14) */
 #define NTA_DNAT_IPV4           13      /* 4: reply src, raw BE */
 #define NTA_SPAT_PORT           14      /* 2: reply dst port, LITTLE-endian (quirk) */
 #define NTA_DPAT_PORT           15      /* 2: reply src port, LITTLE-endian (quirk) */
@@ -101,9 +101,9 @@
 #define NTA_DNAT_IPV6           30      /* 16: reply src */
 #define NTA_SYNPROXY            31      /* 12: BE its, isn, tsoff (1.4.5+) */
 #define NTA_ZONE                32      /* 2: BE, proper order (1.4.7+) */
-#define NTA_MAX                 33      /* ids >= 33 reject the whole message (§1.8) */
+#define NTA_MAX                 33      /* ids >= 33 reject the whole message (protocol.md §2.11) */
 
-/* Payload sizes of the conntrack attributes (§1.6). */
+/* Payload sizes of the conntrack attributes (protocol.md §2.7). */
 #define NTA_IPV4_SIZE           8
 #define NTA_IPV6_SIZE           32
 #define NTA_U8_SIZE             1
@@ -119,7 +119,7 @@
 #define NTA_LABELS_LEN_MAX      1028    /* nta_len: 4 + 256 words */
 #define NTA_LABELS_WORDS_MAX    ((NTA_LABELS_LEN_MAX - WIRE_TLV_HDR_LEN) / 4)  /* 256 */
 
-/* ---- expectation attributes, message types 3..5 (§1.7) ------------------- */
+/* ---- expectation attributes, message types 3..5 (protocol.md §2.10) ------------------- */
 
 #define NTA_EXP_MASTER_IPV4     0       /* 8 */
 #define NTA_EXP_MASTER_IPV6     1       /* 32 */
@@ -174,7 +174,7 @@
 /*
  * The longest expectation message: IPv6 tuples with ports, timeout, flags,
  * class, helper and expectfn.  An IPv6 expectation has no NAT tuple (it is
- * IPv4 only, §1.7), and the IPv4 one with NAT is shorter (exp.c asserts it).
+ * IPv4 only, protocol.md §2.10), and the IPv4 one with NAT is shorter (exp.c asserts it).
  */
 #define WIRE_EXP_MAX_LEN (WIRE_HDR_LEN + WIRE_EXP_TUPLES_SPACE(NTA_IPV6_SIZE) + \
 	3 * WIRE_TLV_SPACE(NTA_U32_SIZE) /* timeout, flags, class */ + \

@@ -81,7 +81,7 @@ uint32_t cache_commit_timeout(const struct cache *c, uint32_t updated_s, uint32_
 }
 
 /*
- * §3, §5.1: in ALARM an entry of the peer lives CacheTimeout seconds after
+ * protocol.md §4, §6.1: in ALARM an entry of the peer lives CacheTimeout seconds after
  * its last refresh (its update time, in whole seconds: it leaves after
  * more than CacheTimeout, never before).
  */

@@ -225,7 +225,7 @@ static void on_local_loaded(void *arg, uint32_t handle)
 	ftfw_flow_loaded(r->engine, handle);
 }
 
-/* -n and -B have nothing to do in ALARM (§3): the refresh timers send everything. */
+/* -n and -B have nothing to do in ALARM (protocol.md §4): the refresh timers send everything. */
 static bool alarm_refuses(struct replication *r, struct control_request *req)
 {
 	if (r->cfg->sync.mode != CONFIG_MODE_ALARM)

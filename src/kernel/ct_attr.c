@@ -563,7 +563,7 @@ static bool addr_eq(const union flow_addr *a, const union flow_addr *b)
 	return memcmp(a, b, sizeof(*a)) == 0;
 }
 
-/* §1.6: NAT as conntrackd sees it, from the reply tuple and the status. */
+/* protocol.md §2.7: NAT as conntrackd sees it, from the reply tuple and the status. */
 static void derive_nat(struct flow_full *ff, const struct flow_tuple *reply)
 {
 	struct flow *f = &ff->flow;

@@ -176,7 +176,7 @@ int kernel_exp_build(void *buf, size_t cap, enum kernel_op op, const struct flow
 		return -EINVAL;
 	} else if (op == KERNEL_OP_CREATE || op == KERNEL_OP_UPDATE) {
 		type = IPCTNL_MSG_EXP_NEW;
-		/* No EXCL: a present expectation just gets the new timeout (§6: update = create). */
+		/* No EXCL: a present expectation just gets the new timeout (protocol.md §6.3: update = create). */
 		flags |= NLM_F_CREATE;
 	} else if (op == KERNEL_OP_DELETE) {
 		type = IPCTNL_MSG_EXP_DELETE;

@@ -123,7 +123,7 @@ int link_dgram_open(struct link *l)
 	if ((err = link_sock_buffers(l->tx_fd, l, true, false)) < 0)
 		goto fail;
 	/*
-	 * Checksum off: UDP checksum 0, as 1.4.7 (reference §1.9).  IPv4
+	 * Checksum off: UDP checksum 0, as 1.4.7 (protocol.md §5.6).  IPv4
 	 * only: IPv6 requires the checksum, and the kernel ignores the
 	 * option there anyway.
 	 */

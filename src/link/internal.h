@@ -124,7 +124,7 @@ size_t link_payload_limit(enum config_link_kind kind, int family, uint32_t mtu);
 
 /* IFF_* flags of a device able to carry the active link: UP and RUNNING. */
 bool link_flags_running(unsigned ifflags);
-/* Usable as a failover target: UP or RUNNING (reference §4.5). */
+/* Usable as a failover target: UP or RUNNING (protocol.md §5.5). */
 bool link_flags_usable(unsigned ifflags);
 /*
  * The link that should be active given each device's IFF_* flags: `active`

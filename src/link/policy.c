@@ -10,7 +10,7 @@
 /* The largest UDP payload: 65535 minus the IPv4 + UDP headers; IPv6's length excludes its header. */
 #define UDP4_PAYLOAD_MAX        65507u
 #define UDP6_PAYLOAD_MAX        65527u
-/* Headers without options: IPv4 + UDP is 1.4.7's MTU - 28, IPv4 + TCP its MTU - 40 (§4.1). */
+/* Headers without options: IPv4 + UDP is 1.4.7's MTU - 28, IPv4 + TCP its MTU - 40 (protocol.md §5.1). */
 #define IPV4_HDR_LEN            20u
 #define IPV6_HDR_LEN            40u
 #define UDP_HDR_LEN             8u

@@ -155,7 +155,7 @@ int link_dev_flags(const char *ifname, unsigned *ifflags)
 	return 0;
 }
 
-/* The MTU is read once, at open, as 1.4.7 does (reference §4.1). */
+/* The MTU is read once, at open, as 1.4.7 does (protocol.md §5.1). */
 int link_dev_query(const char *ifname, unsigned *ifindex, uint32_t *mtu, unsigned *ifflags)
 {
 	struct ifreq ifr;

@@ -2,7 +2,7 @@
  * stream.c - TCP stream reassembly: received bytes in, runs of whole
  * frames out.  The frame boundaries come from the owner's frame_len; this
  * file only keeps the bytes of a frame cut by a read until the next read
- * completes it (reference §4.4).
+ * completes it (protocol.md §5.4).
  */
 #include <errno.h>
 #include <stdlib.h>

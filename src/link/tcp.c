@@ -1,5 +1,5 @@
 /*
- * tcp.c - TCP links (reference §4.4).  Each node listens on its local
+ * tcp.c - TCP links (protocol.md §5.4).  Each node listens on its local
  * address and Port and accepts one peer connection (a new one replaces the
  * old); it sends on a client connection of its own to the destination.
  * So data flows A.client -> B.server and B.client -> A.server.

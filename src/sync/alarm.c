@@ -1,5 +1,5 @@
 /*
- * alarm.c - ALARM mode (§3; 1.4.7's "persistent"): every flow of the
+ * alarm.c - ALARM mode (protocol.md §4; 1.4.7's "persistent"): every flow of the
  * internal table is sent again on its own timer, and the receiver takes
  * any message without flags as data.
  *
@@ -73,7 +73,7 @@ static uint32_t random_u32(struct ftfw *e)
 }
 
 /*
- * §3: (rand() % RefreshTime + 1) seconds, plus 200, 400, 600, 800 or
+ * protocol.md §4: (rand() % RefreshTime + 1) seconds, plus 200, 400, 600, 800 or
  * 1000 ms.  (1.4.7 takes 1 us off the sub-second part, which only its
  * timer code needs.)
  */
@@ -202,8 +202,8 @@ uint64_t ftfw_alarm_deadline(const struct ftfw *e)
 }
 
 /*
- * §3: the receiver takes a message as data iff its flags are 0, whatever
- * its type (types beyond EXP_DEL are then "bad type", §1.3), and ignores
+ * protocol.md §4: the receiver takes a message as data iff its flags are 0, whatever
+ * its type (types beyond EXP_DEL are then "bad type", protocol.md §2.3), and ignores
  * every other one.  Sequence numbers are followed for the statistics only,
  * as in NOTRACK: every message is accepted, old or not.
  */

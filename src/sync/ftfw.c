@@ -2,9 +2,9 @@
  * ftfw.c - the sender side of FTFW (and NOTRACK): queues to the wire,
  * ACK and NACK of our messages, the timers, bulk sends, statistics.
  *
- * Section numbers refer to shared/reference/conntrackd-1.4.7-facts.md.
+ * Section numbers refer to doc/protocol.md.
  * Where we differ from 1.4.7 on purpose, the comment says so and why the
- * peer cannot tell (see also "Beyond 1.4.7" in include/sync.h).
+ * peer cannot tell; doc/protocol.md §7.1 numbers every such deviation.
  */
 #include "ftfw_int.h"
 
@@ -22,7 +22,7 @@ static uint8_t hello_flags(struct ftfw *e)
 	uint8_t f = 0;
 
 	if (e->notrack)
-		return 0;       /* §3: NOTRACK has no HELLO */
+		return 0;       /* protocol.md §4: NOTRACK has no HELLO */
 	if (e->hello_phase)
 		f |= WIRE_F_HELLO;
 	if (e->hello_back_pending)
@@ -30,7 +30,7 @@ static uint8_t hello_flags(struct ftfw *e)
 	return f;
 }
 
-/* Every message goes out here: it takes the next sequence number (§2.1). */
+/* Every message goes out here: it takes the next sequence number (protocol.md §3.2). */
 static void emit_msg(struct ftfw *e, const void *msg, size_t len, uint8_t flags, uint64_t now)
 {
 	e->ops.emit(e->arg, msg, len);
@@ -52,7 +52,7 @@ void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, ui
 
 	/*
 	 * Deviation 16: no HELLO on an ACK or a NACK.  1.4.7 empties its
-	 * resend queue at every HELLO it hears (§2.3 step 1), so a NACK that
+	 * resend queue at every HELLO it hears (protocol.md §3.6), so a NACK that
 	 * said HELLO would empty the queue it asks from: when the peer's
 	 * HELLO_BACK is lost, the states lost in its bulk answer to our
 	 * RESYNC were never sent again.  Our data, RESYNC and ALIVE messages
@@ -133,7 +133,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	/*
 	 * Deviation 15: 1.4.7 says its first HELLO (0x30) a timer period
 	 * after it starts, and answers a HELLO on its next message, up to a
-	 * period later (§2.4); what it sends meanwhile goes out flagged
+	 * period later (protocol.md §3.6); what it sends meanwhile goes out flagged
 	 * HELLO, which costs us a second copy (deviation 14).  We say HELLO
 	 * at once, and answer the first HELLO of a peer at once (rx.c), so
 	 * that between two ctsyncd the handshake takes a round trip.
@@ -192,11 +192,11 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h)
 	switch (l->queue) {
 	case Q_TX:
 	case Q_RETX:
-		/* Already waiting: its current state is what will go out (§2.1). */
+		/* Already waiting: its current state is what will go out (protocol.md §3.2). */
 		break;
 	case Q_RS:
 		/*
-		 * In flight with an older state: §2.1 moves it to the tx queue.
+		 * In flight with an older state: protocol.md §3.2 moves it to the tx queue.
 		 * The old message is abandoned; if it arrives, the new one,
 		 * later in sequence, overwrites it at the peer.
 		 */
@@ -270,7 +270,7 @@ void ftfw_forget_all(struct ftfw *e)
 	e->bulk_cursor = 0;
 }
 
-/* ---- ACK and NACK of our messages (§2.3 "Digest of control messages") ------------------ */
+/* ---- ACK and NACK of our messages (protocol.md §3.4 "Digest of control messages") ------------------ */
 
 static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 {
@@ -294,7 +294,7 @@ static bool all_acked(const struct ftfw *e, uint16_t acked)
 
 /*
  * Deviation 14: 1.4.7 takes every message flagged HELLO as in sequence
- * (§2.3 step 1), so while our handshake lasts it neither NACKs what it
+ * (protocol.md §3.6), so while our handshake lasts it neither NACKs what it
  * missed nor leaves it out of its next ACK: an ACK with HELLO_BACK may
  * cover a message it never got.  A message that went out flagged HELLO
  * is therefore sent once more when acknowledged, without HELLO now that
@@ -387,7 +387,7 @@ void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
 static void nack_one(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg)
 {
 	(void)arg;
-	/* §2.3: back to be sent again, with a new sequence number. */
+	/* protocol.md §3.4: back to be sent again, with a new sequence number. */
 	ftfw_q_move(e, Q_RETX, h, l);
 }
 
@@ -395,14 +395,14 @@ void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to)
 {
 	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to))
 		e->resync = RESYNC_PENDING;
-	/* Elements already acknowledged or released are not found: nothing to do (§2.3). */
+	/* Elements already acknowledged or released are not found: nothing to do (protocol.md §3.4). */
 	ftfw_rs_range(e, from, to, nack_one, NULL);
 }
 
 void ftfw_requeue_inflight(struct ftfw *e)
 {
 	/*
-	 * §2.3 step 1: 1.4.7 empties its resend queue when a peer says HELLO,
+	 * protocol.md §3.6: 1.4.7 empties its resend queue when a peer says HELLO,
 	 * and the states in it are lost for that peer until they change
 	 * again.  We send them again instead: the restarted peer has none of
 	 * them.  The peer sees ordinary messages either way.
@@ -471,7 +471,7 @@ void ftfw_soft_restart(struct ftfw *e)
 /* ---- transmission ------------------------------------------------------------------ */
 
 /*
- * §2.1: the type comes from the object's status at transmit time.
+ * protocol.md §3.2: the type comes from the object's status at transmit time.
  * Deviation 19: CT_NEW, not CT_UPD, until a message of the flow's present
  * life has been acknowledged.  The peer may hold a copy of an earlier life
  * (deleted and created again before our DEL arrived, or deleted while we
@@ -489,7 +489,7 @@ static uint8_t flow_type(unsigned flags, const struct ftfw_link *l)
 	return WIRE_T_CT_NEW;
 }
 
-/* An expectation's message: the same rule, the EXP_* types (§1.3). */
+/* An expectation's message: the same rule, the EXP_* types (protocol.md §2.3). */
 static int encode_exp(struct ftfw *e, uint32_t h, struct wire_hdr *hdr, unsigned flags)
 {
 	const struct flow_exp *x = e->xt ? exp_table_get(e->xt, h & ~FTFW_EXP_HANDLE) : NULL;
@@ -580,13 +580,13 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 	if (e->notrack) {
 		ftfw_q_unlink(e, h, l);
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
-		/* §3: nothing is acknowledged in NOTRACK or ALARM; a DEL is done once sent. */
+		/* protocol.md §4: nothing is acknowledged in NOTRACK or ALARM; a DEL is done once sent. */
 		if (eflags & FLOW_ENTRY_DEAD) {
 			e->ops.dead_acked(e->arg, h);
 		} else {
 			l->life_acked = 1;      /* best effort: sent is as good as acknowledged */
 			if (e->alarm)
-				ftfw_alarm_arm(e, h, l, now);   /* §3: the next refresh */
+				ftfw_alarm_arm(e, h, l, now);   /* protocol.md §4: the next refresh */
 		}
 	} else {
 		ftfw_rs_push(e, h, l, e->seq, now);
@@ -653,7 +653,7 @@ static bool bulk_refill(struct ftfw *e)
 		if (l->queue == Q_TX || l->queue == Q_RETX)
 			continue;
 		/*
-		 * In flight: sent again, as §2.1's enqueue does.  The requester
+		 * In flight: sent again, as protocol.md §3.2's enqueue does.  The requester
 		 * may have flushed its copy after receiving it and before asking.
 		 */
 		ftfw_q_move(e, Q_TX, h, l);
@@ -669,7 +669,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 
 	e->now = max_u64(e->now, now);
 	if (e->resync == RESYNC_PENDING && !hello_holds(e) && left >= WIRE_CTL_RANGE_LEN) {
-		/* §1.2: a RESYNC request has from = to = 0. */
+		/* protocol.md §2.2: a RESYNC request has from = to = 0. */
 		e->resync_seq = e->seq;
 		e->resync_sent = now;
 		e->resync_acked = 0;
@@ -725,7 +725,7 @@ bool ftfw_send_ready(const struct ftfw *e)
 
 /*
  * Deviation 18: the request waits for the end of our HELLO handshake.
- * 1.4.7 takes every message flagged HELLO as in sequence (§2.3 step 1):
+ * 1.4.7 takes every message flagged HELLO as in sequence (protocol.md §3.6):
  * a request lost while we say HELLO is never NACKed, and the ACK that
  * answers our HELLO may cover it (deviation 14).  Whether 1.4.7 got it
  * cannot be told from what it sends next, which may be any update.  Sent
@@ -737,14 +737,14 @@ bool ftfw_send_ready(const struct ftfw *e)
 void ftfw_request_resync(struct ftfw *e)
 {
 	if (e->alarm)
-		return;         /* §3: no RESYNC in ALARM */
+		return;         /* protocol.md §4: no RESYNC in ALARM */
 	e->resync = RESYNC_PENDING;
 }
 
 void ftfw_bulk(struct ftfw *e)
 {
 	if (e->alarm)
-		return;         /* §3: the refresh timers do it */
+		return;         /* protocol.md §4: the refresh timers do it */
 	e->bulk = true;
 	e->bulk_exp = false;
 	e->bulk_cursor = 0;
@@ -816,11 +816,11 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	if (now >= rto_deadline(e))
 		rto_round(e, now);
 	if (e->alarm) {
-		ftfw_alarm_tick(e, now);        /* §3: refreshes, and never an ALIVE */
+		ftfw_alarm_tick(e, now);        /* protocol.md §4: refreshes, and never an ALIVE */
 		return;
 	}
 	/*
-	 * §2.2: a second without transmission sends ALIVE (with HELLO while
+	 * protocol.md §3.3: a second without transmission sends ALIVE (with HELLO while
 	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
 	 * has just sent.
 	 */

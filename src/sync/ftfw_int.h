@@ -42,7 +42,7 @@ struct ftfw_list {
 	uint32_t head, tail, len;
 };
 
-/* The RESYNC request we sent, retransmitted until acknowledged (§2.5). */
+/* The RESYNC request we sent, retransmitted until acknowledged (protocol.md §3.8). */
 enum ftfw_resync_state {
 	RESYNC_NONE,
 	RESYNC_PENDING,                 /* to be sent by the next ftfw_send() */
@@ -64,7 +64,7 @@ struct ftfw_ack_repeat {
 	uint64_t due;
 };
 
-/* Everything about one sending peer (§2.3, once per peer instead of once per process). */
+/* Everything about one sending peer (protocol.md §3.4, once per peer instead of once per process). */
 struct ftfw_peer {
 	bool known;                     /* something valid was received from it */
 	bool lost;                      /* silent for peer_timeout_ms */
@@ -112,9 +112,9 @@ struct ftfw {
 
 	uint32_t seq;                   /* the next sequence number to send */
 	uint64_t now;                   /* the latest `now` seen */
-	uint64_t last_tx;               /* `now` of the last message sent: the ALIVE timer (§2.2) */
+	uint64_t last_tx;               /* `now` of the last message sent: the ALIVE timer (protocol.md §3.3) */
 
-	/* HELLO (§2.4), per peer: see rx.c */
+	/* HELLO (protocol.md §3.6), per peer: see rx.c */
 	bool hello_phase;               /* we say HELLO on every message */
 	uint64_t hello_since;           /* `now` when the HELLO phase began */
 	bool gap_in_hello;              /* a peer's message was lost while we said HELLO */
@@ -215,7 +215,7 @@ int ftfw_ring_alloc(struct ftfw *e, uint32_t slots);
 void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now);
 void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
 void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to);
-/* A peer restarted: what it had not acknowledged is queued again (§2.3 step 1, deviation 6). */
+/* A peer restarted: what it had not acknowledged is queued again (protocol.md §3.6, deviation 6). */
 void ftfw_requeue_inflight(struct ftfw *e);
 /* The set of peers we wait for changed: release what is now fully acknowledged. */
 void ftfw_members_changed(struct ftfw *e, uint16_t members);
@@ -233,7 +233,7 @@ void ftfw_alarm_forget_all(struct ftfw *e);
 /* Fire the timers due by `now`: the flows go to the tx queue. */
 void ftfw_alarm_tick(struct ftfw *e, uint64_t now);
 uint64_t ftfw_alarm_deadline(const struct ftfw *e);
-/* A message from a peer, after the splitter's checks (§3: data iff flags == 0). */
+/* A message from a peer, after the splitter's checks (protocol.md §4: data iff flags == 0). */
 void ftfw_alarm_receive(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m);
 
 /* ---- rx.c ---- */
@@ -244,7 +244,7 @@ void ftfw_rx_seq_stats(struct ftfw *e, struct ftfw_peer *p, uint32_t seq);
 void ftfw_rx_tick(struct ftfw *e, uint64_t now);
 uint64_t ftfw_rx_deadline(const struct ftfw *e);
 
-/* Sequence arithmetic mod 2^32 (§2.1): a is before b. */
+/* Sequence arithmetic mod 2^32 (protocol.md §3.2): a is before b. */
 static inline bool seq_before(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) < 0;

@@ -3,7 +3,7 @@
  * handles, with the links in each entry's user area, plus a ring that
  * finds an in-flight flow by its sequence number.
  *
- * A flow is in at most one queue (§2.1: one queue node per cache object).
+ * A flow is in at most one queue (protocol.md §3.2: one queue node per cache object).
  * Queueing allocates nothing; the ring is allocated once by ftfw_new().
  *
  * The resend queue (Q_RS) is kept in transmission order, which is also
@@ -166,7 +166,7 @@ void ftfw_rs_range(struct ftfw *e, uint32_t from, uint32_t to,
 
 		next = l->next;
 		if (off > hi)
-			break;          /* sequence order: the rest is later (§2.3: stop after `to`) */
+			break;          /* sequence order: the rest is later (protocol.md §3.4: stop after `to`) */
 		if (off >= lo)
 			fn(e, h, l, arg);
 	}

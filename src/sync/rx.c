@@ -1,9 +1,9 @@
 /*
  * rx.c - the receiver: what each sending peer's sequence numbers say,
  * which ACKs and NACKs we owe it, HELLO/HELLO_BACK, and the digest of its
- * messages (§2.3, §2.4; §3 for NOTRACK).
+ * messages (protocol.md §3.4, §3.6; protocol.md §4 for NOTRACK).
  *
- * 1.4.7 keeps one receiver state per process (§2.3) and takes any message
+ * 1.4.7 keeps one receiver state per process (protocol.md §3.4) and takes any message
  * carrying HELLO as "in sync, whatever its sequence number", which both
  * mixes the sequence spaces of several peers and skips gap detection for
  * as long as a peer's handshake lasts.  Here every peer id has its own
@@ -30,14 +30,14 @@
  */
 #define JUMP_MAX        (1u << 20)
 /*
- * Old sequence numbers are dropped (§2.3); a peer that sends nothing but
+ * Old sequence numbers are dropped (protocol.md §3.4); a peer that sends nothing but
  * old ones for two seconds (at least four messages, so not one delayed
  * datagram) is a restarted peer whose counter started below its old one.
  */
 #define OLD_RUN_MIN     4u
 #define OLD_RUN_MS      2000u
 /*
- * A peer alive sends something every second (its ACK/ALIVE timer, §2.2):
+ * A peer alive sends something every second (its ACK/ALIVE timer, protocol.md §3.3):
  * a silence this long before a RESYNC flagged HELLO, even one numbered
  * among the old ones, means a new process (deviation 20, classify()).
  */
@@ -72,7 +72,7 @@ static void event(struct ftfw *e, unsigned peer, enum ftfw_peer_event ev)
 
 /*
  * The HELLO phase ends when every peer we wait for has answered with
- * HELLO_BACK (§2.4).  Deviation 17: if a peer's message was lost while we
+ * HELLO_BACK (protocol.md §3.6).  Deviation 17: if a peer's message was lost while we
  * said HELLO, ask for a RESYNC then.  1.4.7 empties its resend queue at
  * every HELLO it hears, so what it lost of its messages meanwhile (the
  * answer to our StartupResync, say) it can no longer send again when we
@@ -190,7 +190,7 @@ static enum rx_class classify(struct ftfw_peer *p, const struct wire_msg *m, uin
 		return RX_RESTART;
 	if (h->flags & WIRE_F_HELLO) {
 		/*
-		 * §2.3 step 1 resets on every HELLO.  We reset only on a HELLO
+		 * protocol.md §3.6 resets on every HELLO.  We reset only on a HELLO
 		 * that cannot be the same process still waiting for our
 		 * HELLO_BACK: one that did not say HELLO last time, or whose
 		 * counter is far from where it was.  So messages lost during a
@@ -330,7 +330,7 @@ static bool counts_for_window(const struct wire_msg *m)
 	return m->kind == WIRE_K_DATA || m->kind == WIRE_K_RESYNC;
 }
 
-/* §2.3 step 3, in sync: open or extend the ACK range, ACK when the window is used up. */
+/* protocol.md §3.4.2, in sync: open or extend the ACK range, ACK when the window is used up. */
 static void in_sync(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, uint64_t now)
 {
 	if (!p->ack_pending) {
@@ -403,7 +403,7 @@ static void repeat_nacks(struct ftfw *e, struct ftfw_peer *p, uint64_t now)
 }
 
 /*
- * §2.3 step 3, gap: ACK what came before it, NACK the gap at once, and
+ * protocol.md §3.4.2, gap: ACK what came before it, NACK the gap at once, and
  * start a new ACK range at this message [verified: gap 1002..1005 ->
  * immediate NACK 1002-1005, ACK 1006 about a second later].
  */
@@ -412,7 +412,7 @@ static void gap(struct ftfw *e, struct ftfw_peer *p, uint32_t seq, bool counts, 
 	uint32_t expected = p->last_seq + 1;
 	uint32_t lost = seq - expected;
 
-	/* 1.4.7 over-counts by two per gap (§1.8 step 8); we count what is missing. */
+	/* 1.4.7 over-counts by two per gap (protocol.md §2.12); we count what is missing. */
 	p->seq_lost += lost;
 	e->st.seq_lost += lost;
 	if (p->ack_pending)
@@ -459,7 +459,7 @@ void ftfw_rx_data(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 	if (wire_type_is_ct(type)) {
 		f = rx_decoded(e, m, &r);
 		if (r != WIRE_OK) {
-			/* §1.8 step 7: dropped, but its sequence number counts and is ACKed. */
+			/* protocol.md §2.11 step 7: dropped, but its sequence number counts and is ACKed. */
 			e->st.malformed[r]++;
 			return;
 		}
@@ -494,7 +494,7 @@ static bool answered_hello(const struct ftfw *e, unsigned peer)
 	return (e->hello_done & (1u << peer)) != 0;
 }
 
-/* The sync-mode digest (§2.3): false for a message 1.4.7 calls BAD (not sequence-tracked). */
+/* The sync-mode digest (protocol.md §3.4): false for a message 1.4.7 calls BAD (not sequence-tracked). */
 static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 {
 	const struct wire_hdr *h = &m->hdr;
@@ -518,7 +518,7 @@ static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 			ftfw_on_nack(e, h->from, h->to);
 		return true;
 	case WIRE_K_RESYNC:
-		/* §2.3: send the whole internal cache. */
+		/* protocol.md §3.4: send the whole internal cache. */
 		e->st.resync_recv++;
 		ftfw_bulk(e);
 		return true;
@@ -546,7 +546,7 @@ void ftfw_rx_seq_stats(struct ftfw *e, struct ftfw_peer *p, uint32_t seq)
 	p->last_seq = seq;
 }
 
-/* §3: NOTRACK tracks sequence numbers for the statistics only, and accepts everything. */
+/* protocol.md §4: NOTRACK tracks sequence numbers for the statistics only, and accepts everything. */
 static void rx_notrack(struct ftfw *e, unsigned peer, struct ftfw_peer *p, const struct wire_msg *m)
 {
 	uint32_t seq = m->hdr.seq;
@@ -571,18 +571,18 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	e->st.msg_recv++;
 	e->st.bytes_recv += m->len;
 	p->msg_recv++;
-	/* §1.8 step 5: a foreign version is skipped before sequence tracking. */
+	/* protocol.md §2.11 step 5: a foreign version is skipped before sequence tracking. */
 	if (m->reason != WIRE_OK) {
 		e->st.malformed[m->reason < WIRE_R_MAX ? m->reason : WIRE_R_BAD_HEADER]++;
 		return 0;
 	}
-	/* §3: ALARM classifies by the flags alone, before any "malformed header". */
+	/* protocol.md §4: ALARM classifies by the flags alone, before any "malformed header". */
 	if (e->alarm) {
 		heard(e, peer, p, now);
 		ftfw_alarm_receive(e, peer, p, m);
 		return 0;
 	}
-	/* "malformed header": the digest's BAD, its sequence number not recorded (§1.3). */
+	/* "malformed header": the digest's BAD, its sequence number not recorded (protocol.md §2.3). */
 	if (m->kind == WIRE_K_BAD) {
 		e->st.malformed[WIRE_R_BAD_HEADER]++;
 		return 0;
@@ -593,7 +593,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		return 0;
 	}
 
-	/* §2.3 step 2 */
+	/* protocol.md §3.6 */
 	if (h->flags & WIRE_F_HELLO_BACK) {
 		e->hello_done |= (uint16_t)(1u << peer);
 		update_hello_phase(e);
@@ -605,7 +605,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		p->hello_resync = h->seq;
 	}
 	if (cls == RX_OLD) {
-		/* §2.3: dropped, nothing sent, last_seq kept [verified]. */
+		/* protocol.md §3.4: dropped, nothing sent, last_seq kept [verified]. */
 		p->seq_before++;
 		e->st.seq_before++;
 		/*
@@ -622,7 +622,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		return 0;
 	}
 	/*
-	 * §2.3 step 1: answer a HELLO on our next message.  1.4.7 answers
+	 * protocol.md §3.6: answer a HELLO on our next message.  1.4.7 answers
 	 * every HELLO; we answer the ones we accept, so that HELLO_BACK
 	 * tells the peer we track its new sequence space (ftfw_on_ack()
 	 * relies on that).
@@ -741,7 +741,7 @@ void ftfw_rx_tick(struct ftfw *e, uint64_t now)
 		struct ftfw_peer *p = &e->peers[i];
 
 		/*
-		 * §2.2: the one-second timer sends the ACK owed instead of an
+		 * protocol.md §3.3: the one-second timer sends the ACK owed instead of an
 		 * ALIVE.  Deviation 7: also one second after the first message
 		 * not yet ACKed, even if we transmitted meanwhile (1.4.7 re-arms
 		 * the timer on every transmission, so a busy node does not ACK

@@ -1,6 +1,6 @@
 /*
  * ct_decode.c - conntrack message -> struct flow_full: 1.4.7's checks
- * (§1.6, §1.8 step 7), then ctsyncd's (wire.h, enum wire_reason).
+ * (protocol.md §2.7, §2.11 step 7), then ctsyncd's (wire.h, enum wire_reason).
  */
 #include "tlv.h"
 
@@ -108,7 +108,7 @@ static void get_labels(struct flow_full *ff, const struct tlv *a)
 	struct flow_labels *l = &ff->labels;
 	unsigned n = a->n / 4;
 
-	/* 1.4.7 silently ignores an empty or ragged label array (§1.6). */
+	/* 1.4.7 silently ignores an empty or ragged label array (protocol.md §2.7). */
 	if (a->n == 0 || a->n % 4)
 		return;
 	memset(l->w, 0, sizeof(l->w));
@@ -298,7 +298,7 @@ static enum wire_reason check_ct(struct flow_full *ff, uint64_t seen)
 		return WIRE_R_NO_L4PROTO;
 	if (seen & ~attrs_allowed(p))
 		return WIRE_R_PROTO_MISMATCH;
-	/* UDPlite is not here: 1.4.7 never sends its ports (§1.6). */
+	/* UDPlite is not here: 1.4.7 never sends its ports (protocol.md §2.7). */
 	if (l4_ports_sent_by_147(p) && !(seen & SEEN(NTA_PORT)))
 		return WIRE_R_NO_PORTS;
 	if (seen & (f->orig.family == AF_INET ? nat6 : nat4))

@@ -1,6 +1,6 @@
 /*
  * ct_encode.c - struct flow_full -> conntrack message (CT_NEW, CT_UPD,
- * CT_DEL), in 1.4.7's order and with its quirks (§1.6).
+ * CT_DEL), in 1.4.7's order and with its quirks (protocol.md §2.7).
  */
 #include "tlv.h"
 
@@ -31,7 +31,7 @@ static void put_icmp(struct tlv_out *o, const struct flow *f)
 	}
 }
 
-/* The per-protocol group, in 1.4.7's order (§1.6). */
+/* The per-protocol group, in 1.4.7's order (protocol.md §2.7). */
 static void put_proto(struct tlv_out *o, const struct flow_full *ff, unsigned opts, unsigned *omit)
 {
 	const struct flow *f = &ff->flow;
@@ -93,7 +93,7 @@ static void put_nat(struct tlv_out *o, const struct flow_full *ff)
 	uint32_t a = ff->flow.attrs;
 	bool v4 = ff->flow.orig.family == AF_INET;
 
-	/* Addresses raw, as 1.4.7 sends them since it fixed their byte order (§1.10). */
+	/* Addresses raw, as 1.4.7 sends them since it fixed their byte order (protocol.md §2.14). */
 	if (a & FLOW_A_SNAT) {
 		if (v4)
 			tlv_put(o, NTA_SNAT_IPV4, &x->snat.v4, NTA_NAT4_SIZE);
@@ -106,7 +106,7 @@ static void put_nat(struct tlv_out *o, const struct flow_full *ff)
 		else
 			tlv_put(o, NTA_DNAT_IPV6, x->dnat.bytes, NTA_NAT6_SIZE);
 	}
-	/* ...but ports byte-swapped, still (§1.6: port 4000 -> a0 0f). */
+	/* ...but ports byte-swapped, still (protocol.md §2.7: port 4000 -> a0 0f). */
 	if (a & FLOW_A_SPAT)
 		tlv_put_swapped16(o, NTA_SPAT_PORT, x->spat);
 	if (a & FLOW_A_DPAT)
@@ -127,7 +127,7 @@ static void put_nat(struct tlv_out *o, const struct flow_full *ff)
 }
 
 /*
- * 1.4.7 sends as many words as the highest set bit needs (§1.6); so do we,
+ * 1.4.7 sends as many words as the highest set bit needs (protocol.md §2.7); so do we,
  * whatever labels.words says, and nothing when no bit is set.
  */
 static void put_labels(struct tlv_out *o, const struct flow_labels *l)
@@ -167,7 +167,7 @@ static bool family_ok(uint8_t family)
 	return family == AF_INET || family == AF_INET6;
 }
 
-/* Every attribute, in 1.4.7's emission order (§1.6). */
+/* Every attribute, in 1.4.7's emission order (protocol.md §2.7). */
 static int put_ct(struct tlv_out *o, const struct flow_full *ff, unsigned opts, unsigned *omit)
 {
 	const struct flow *f = &ff->flow;
@@ -197,7 +197,7 @@ static int put_ct(struct tlv_out *o, const struct flow_full *ff, unsigned opts, 
 		put_master(o, &ff->ext.master, opts, omit);
 	put_nat(o, ff);
 	/*
-	 * 1.4.7 rejects the whole message for a name over 11 chars (§1.6), so
+	 * 1.4.7 rejects the whole message for a name over 11 chars (protocol.md §2.7), so
 	 * the flow goes without its helper and the caller is told.
 	 */
 	if ((a & FLOW_A_HELPER) && ff->ext.helper[0] &&

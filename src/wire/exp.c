@@ -1,6 +1,6 @@
 /*
  * exp.c - expectation messages (EXP_NEW, EXP_UPD, EXP_DEL) <->
- * struct flow_exp (§1.7, §1.8 step 7).
+ * struct flow_exp (protocol.md §2.10, §2.11 step 7).
  */
 #include "tlv.h"
 
@@ -58,7 +58,7 @@ const char *wire_exp_attr_name(uint16_t id)
 
 /*
  * 1.4.7 uses one port builder for all four tuples, and runs it only when
- * the *master's* protocol has ports (§1.7).
+ * the *master's* protocol has ports (protocol.md §2.10).
  */
 static bool exp_sends_ports(const struct flow_exp *e, unsigned opts, unsigned *omit)
 {
@@ -102,7 +102,7 @@ static bool exp_family_ok(const struct flow_exp *e)
 	return (fam == AF_INET || fam == AF_INET6) && e->tuple.family == fam && e->mask.family == fam;
 }
 
-/* Every attribute, in 1.4.7's emission order (§1.7). */
+/* Every attribute, in 1.4.7's emission order (protocol.md §2.10). */
 static int put_exp(struct tlv_out *o, const struct flow_exp *e, unsigned opts, unsigned *omit)
 {
 	bool ports;
@@ -120,7 +120,7 @@ static int put_exp(struct tlv_out *o, const struct flow_exp *e, unsigned opts, u
 	if (e->attrs & FLOW_EXP_A_CLASS)
 		tlv_put_be32(o, NTA_EXP_CLASS, e->class);
 	if (e->attrs & FLOW_EXP_A_NAT) {
-		/* 1.4.7 has no IPv6 NAT tuple for expectations (§1.7, §10). */
+		/* 1.4.7 has no IPv6 NAT tuple for expectations (protocol.md §2.10, §8). */
 		if (e->master.family == AF_INET)
 			put_nat(o, e, ports);
 		else

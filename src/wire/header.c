@@ -1,6 +1,6 @@
 /*
  * header.c - the 8/16-byte message header, control messages and the
- * classification of received headers (§1.2-§1.4).
+ * classification of received headers (protocol.md §2.2-protocol.md §2.4).
  */
 #include "tlv.h"
 
@@ -17,7 +17,7 @@ enum wire_reason wire_hdr_decode(const void *buf, size_t len, struct wire_hdr *h
 
 	if (len < WIRE_HDR_LEN)
 		return WIRE_R_TRUNCATED;
-	/* Nibbles, not bitfields: the same bytes on any host (§1.2). */
+	/* Nibbles, not bitfields: the same bytes on any host (protocol.md §2.2). */
 	h->version = p[WIRE_OFF_VERTYPE] >> 4;
 	h->type = p[WIRE_OFF_VERTYPE] & 0x0f;
 	h->flags = p[WIRE_OFF_FLAGS];
@@ -32,7 +32,7 @@ enum wire_reason wire_hdr_decode(const void *buf, size_t len, struct wire_hdr *h
 	return WIRE_OK;
 }
 
-/* §1.4: data, ACK, NACK, RESYNC, ALIVE; the first that matches wins. */
+/* protocol.md §2.4: data, ACK, NACK, RESYNC, ALIVE; the first that matches wins. */
 enum wire_kind wire_classify(const struct wire_hdr *h)
 {
 	if (h->type <= WIRE_T_DATA_MAX && !(h->flags & ~WIRE_F_HELLO_MASK))

@@ -1,6 +1,6 @@
 /*
  * splitter.c - cut a datagram or a TCP stream into messages, with 1.4.7's
- * framing checks in 1.4.7's order (§1.8 steps 1-5), and the framing a
+ * framing checks in 1.4.7's order (protocol.md §2.11 steps 1-5), and the framing a
  * link asks its owner for.
  */
 #include "tlv.h"

@@ -1,5 +1,5 @@
 /*
- * tlv.c - writing and reading the TLV attributes of data messages (§1.5).
+ * tlv.c - writing and reading the TLV attributes of data messages (protocol.md §2.6).
  */
 #include "tlv.h"
 
@@ -35,7 +35,7 @@ void tlv_put(struct tlv_out *o, uint16_t id, const void *payload, size_t n)
 
 	if (p == NULL)
 		return;
-	/* nta_len counts the header and the payload, not the padding (§1.5). */
+	/* nta_len counts the header and the payload, not the padding (protocol.md §2.6). */
 	p[0] = (uint8_t)(nta_len >> 8);
 	p[1] = (uint8_t)nta_len;
 	p[2] = (uint8_t)(id >> 8);
@@ -66,7 +66,7 @@ void tlv_put_be32(struct tlv_out *o, uint16_t id, uint32_t v)
 
 /*
  * 1.4.7 passes the network-order port through htons() once more, so an x86
- * peer puts it on the wire least significant byte first (§1.6, §1.10).  We
+ * peer puts it on the wire least significant byte first (protocol.md §2.7, §2.14).  We
  * reproduce the bytes, not the mechanism: the two bytes of the network-order
  * value, swapped, whatever our own byte order.
  */
@@ -162,7 +162,7 @@ void tlv_put_addrs(struct tlv_out *o, uint16_t id4, uint16_t id6, const struct f
 	}
 }
 
-/* Ports are copied as the kernel tuple holds them: network order (§1.6). */
+/* Ports are copied as the kernel tuple holds them: network order (protocol.md §2.7). */
 void tlv_put_ports(struct tlv_out *o, uint16_t id, const union flow_l4 *l4)
 {
 	uint8_t b[NTA_PORT_SIZE];

@@ -28,12 +28,12 @@ struct tlv_out {
 };
 
 void tlv_out_init(struct tlv_out *o, void *buf, size_t cap);
-/* Append one attribute: unpadded nta_len, payload, zero padding (§1.5). */
+/* Append one attribute: unpadded nta_len, payload, zero padding (protocol.md §2.6). */
 void tlv_put(struct tlv_out *o, uint16_t id, const void *payload, size_t n);
 void tlv_put_u8(struct tlv_out *o, uint16_t id, uint8_t v);
 void tlv_put_be16(struct tlv_out *o, uint16_t id, uint16_t v);
 void tlv_put_be32(struct tlv_out *o, uint16_t id, uint32_t v);
-/* A network-order u16 put on the wire byte-swapped (§1.6 quirk of 14, 15, 24). */
+/* A network-order u16 put on the wire byte-swapped (protocol.md §2.7 quirk of 14, 15, 24). */
 void tlv_put_swapped16(struct tlv_out *o, uint16_t id, uint16_t net);
 /* Put a NUL-terminated name if it fits in max_len (nta_len); false if not. */
 bool tlv_put_name(struct tlv_out *o, uint16_t id, const char *name, size_t size, size_t max_len);
@@ -46,7 +46,7 @@ int tlv_out_finish(struct tlv_out *o, const struct wire_hdr *h);
 /* ---- reader ------------------------------------------------------------- */
 
 /*
- * One row of an attribute table, indexed by id (§1.6, §1.7): the
+ * One row of an attribute table, indexed by id (protocol.md §2.7, §2.10): the
  * receiver's size rule, plus what the codec using the table needs.
  */
 struct tlv_rule {
@@ -81,7 +81,7 @@ static inline uint16_t tlv_be16(const uint8_t *p)
 }
 
 /*
- * The next attribute, checked as 1.4.7 checks it (§1.8 step 7): returns
+ * The next attribute, checked as 1.4.7 checks it (protocol.md §2.11 step 7): returns
  * 1 with *a filled, 0 at the end (at most 4 bytes left), or -reason.
  * Inline: it runs for every attribute of every received state, and the
  * decoders' loops then see their rule table.
@@ -92,7 +92,7 @@ static inline int tlv_next(struct tlv_in *in, struct tlv *a)
 	const struct tlv_rule *r;
 	uint16_t nta_len;
 
-	/* Up to 4 trailing bytes are not an attribute (§1.8 step 7). */
+	/* Up to 4 trailing bytes are not an attribute (protocol.md §2.11 step 7). */
 	if (in->p >= in->end || left <= WIRE_TLV_TRAILER_MAX)
 		return 0;
 	nta_len = tlv_be16(in->p);
@@ -161,7 +161,7 @@ enum {
 	L4_UDPLITE = 136,
 };
 
-/* The protocols 1.4.7 emits port attributes for (§1.6, §1.7): not UDPlite. */
+/* The protocols 1.4.7 emits port attributes for (protocol.md §2.7, §2.10): not UDPlite. */
 static inline bool l4_ports_sent_by_147(uint8_t p)
 {
 	return p == L4_TCP || p == L4_UDP || p == L4_SCTP || p == L4_DCCP;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Mode ALARM (§3 of the facts: every state re-sent on its own timer, the
+# Mode ALARM (doc/protocol.md §4: every state re-sent on its own timer, the
 # peer's states expire CacheTimeout after their last refresh) between
 # ctsyncd and Debian's conntrackd 1.4.7, both directions, with RefreshTime
 # 2 and CacheTimeout 5: states appear on the other side and deletions

@@ -85,7 +85,7 @@ void channel_send(struct channel *c, unsigned from, const void *data, size_t len
 	c->bytes += len;
 	for (unsigned to = 0; to < c->nodes; to++) {
 		if (to == from)
-			continue;       /* IP_MULTICAST_LOOP off (§4.3) */
+			continue;       /* IP_MULTICAST_LOOP off (protocol.md §5.3) */
 		if (rng_chance(c->rng, c->f.loss) ||
 		    (now >= c->f.blackout_from && now < c->f.blackout_to &&
 		     (c->f.blackout_node < 0 || (unsigned)c->f.blackout_node == from))) {

@@ -551,7 +551,7 @@ static void cb_emit(void *arg, const void *msg, size_t len)
 	if (getenv("SIM_TRACE_KEY"))
 		trace_msg(n, n->old ? "1.4.7 sends" : "ctsyncd sends", msg, len);
 
-	/* §4.1: appended while used + len < size, else the buffer goes first. */
+	/* protocol.md §5.1: appended while used + len < size, else the buffer goes first. */
 	if (n->used && n->used + len >= n->cap)
 		flush(n, n->w->now);
 	memcpy(n->buf + n->used, msg, len);
@@ -728,7 +728,7 @@ void node_up(struct node *n, uint64_t now)
 	for (unsigned i = 0; i < n->w->n; i++)
 		if (i != n->id)
 			n->ext[i] = table_new(0, rng_u32(&n->w->rng));
-	/* The startup dump: loaded, not sent (§5.1); the peer's resync request fetches it. */
+	/* The startup dump: loaded, not sent (protocol.md §6.1); the peer's resync request fetches it. */
 	while ((kh = flow_table_next(n->kernel, &cursor)) != 0) {
 		flow_table_export(n->kernel, kh, &ff);
 		flow_table_upsert(n->internal, &ff, (uint32_t)(now / 1000), &h);
@@ -782,7 +782,7 @@ void node_down(struct node *n, uint64_t now, uint32_t down_ms)
  * From the 1.4.7 model: message by message (ftfw_receive_batch() is
  * the same as ftfw_receive() on each), to record for excused() which of
  * them the engine took, and which it dropped as old while it had taken
- * nothing later of that process: a drop §2.3 does not explain (1.4.7
+ * nothing later of that process: a drop protocol.md §3.4 does not explain (1.4.7
  * would have reset on the HELLO of a restarted peer).
  */
 static void receive_from_old(struct node *n, const struct dgram *d, uint64_t now)
@@ -934,7 +934,7 @@ struct excuse {
 /*
  * ctsyncd -> 1.4.7.  A 1.4.7 reader keeps what a previous process of
  * the owner sent it: it never flushes its external cache for a restarted
- * peer (§2.3 step 1 flushes only its resend queue; §5.1), so the owner's
+ * peer (protocol.md §3.6 flushes only its resend queue; protocol.md §6.1), so the owner's
  * new process cannot remove a state it never knew (a flow deleted while
  * it was down, or whose DEL died with it).  Such an extra entry is
  * excused: written last by an earlier process of the owner, with a key
@@ -944,7 +944,7 @@ struct excuse {
  * is repaired only if a NACK for it arrives while the state is still in
  * its rsqueue.  A mismatch is excused when the model says the key's
  * latest state left its rsqueue unacknowledged (full, or flushed by our
- * HELLO: §2.1, §2.3 step 1), or sits there never NACKed (every NACK
+ * HELLO: protocol.md §3.2, §3.6), or sits there never NACKed (every NACK
  * ctsyncd sent for it was lost: 1.4.7's own receiver NACKs once).  A
  * key the model holds nothing pending for was acknowledged by ctsyncd:
  * a mismatch there is ctsyncd's.

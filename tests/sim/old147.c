@@ -1,9 +1,8 @@
 /*
  * old147.c - a model of conntrackd 1.4.7's FTFW endpoint (see old147.h).
  *
- * Every rule here is one of §2 of the facts (shared/reference/
- * conntrackd-1.4.7-facts.md); the section is named at the place.  Where
- * the facts are silent the comment says "silent" and what we chose: the
+ * Every rule here is one of 1.4.7's as doc/protocol.md §3 tells them;
+ * the section is named at the place.  Where it is silent the comment says "silent" and what we chose: the
  * simplest reading.
  */
 #include "old147.h"
@@ -16,14 +15,14 @@
 
 #include "wire.h"
 
-#define DEFAULT_RSQ     131072u         /* ResendQueueSize (§2.1) */
-#define DEFAULT_WINDOW  300u            /* ACKWindowSize (§2.3) */
-#define TIMER_MS        1000u           /* the constant ALIVE/ACK timer (§2.2) */
+#define DEFAULT_RSQ     131072u         /* ResendQueueSize (protocol.md §3.2) */
+#define DEFAULT_WINDOW  300u            /* ACKWindowSize (protocol.md §3.4) */
+#define TIMER_MS        1000u           /* the constant ALIVE/ACK timer (protocol.md §3.3) */
 
 enum where { Q_NONE, Q_TX, Q_RS };
 
 /*
- * A queue node: an internal-cache object's (one per object, §2.1), or a
+ * A queue node: an internal-cache object's (one per object, protocol.md §3.2), or a
  * control message's.  Nodes live in a pool, linked by index (0 = none).
  */
 struct qnode {
@@ -57,14 +56,14 @@ struct old147 {
 	uint32_t npool, free_head;
 	struct qlist tx, rs;
 
-	/* sender (§2.1, §2.4) */
+	/* sender (protocol.md §3.2, §3.6) */
 	bool seq_set;
 	uint32_t seq;
 	bool hello_phase;
 	bool hello_back_pending;
 	uint64_t timer_at;
 
-	/* receiver, one per process (§2.3) */
+	/* receiver, one per process (protocol.md §3.4) */
 	bool recv_init;
 	uint32_t last_seq;
 	bool ack_pending;
@@ -180,8 +179,8 @@ static uint32_t *obj_slot(struct old147 *o, uint32_t h)
 /*
  * A node leaves the queues for good: the object reference it held is
  * released.  A dead object whose node goes is gone from the internal
- * cache (§2.1: it stays "until its DEL message is ACKed"; the facts are
- * silent on the other ways a node goes, a HELLO flush or an rsqueue
+ * cache (protocol.md §3.2: it stays "until its DEL message is ACKed"; what is known
+ * of 1.4.7 is silent on the other ways a node goes, a HELLO flush or an rsqueue
  * overflow: we take the simplest reading, the reference is released
  * the same way, so the dead object goes too).
  */
@@ -211,7 +210,7 @@ static void node_release(struct old147 *o, uint32_t i)
 }
 
 /*
- * §2.1: enqueueing an object already in the tx queue is a no-op; one in
+ * protocol.md §3.2: enqueueing an object already in the tx queue is a no-op; one in
  * the rsqueue moves to the tx queue; else it gets its node.
  */
 static void enqueue_obj(struct old147 *o, uint32_t h)
@@ -245,7 +244,7 @@ static void enqueue_ctl(struct old147 *o, uint8_t flags, uint32_t from, uint32_t
 	q_append(o, Q_TX, i);
 }
 
-/* §2.1: rsqueue full on insert -> drop the oldest element (head), no resync. */
+/* protocol.md §3.2: rsqueue full on insert -> drop the oldest element (head), no resync. */
 static void rs_insert(struct old147 *o, uint32_t i, uint32_t seq)
 {
 	while (o->rs.len >= o->cfg.resend_queue_size && o->rs.head) {
@@ -296,12 +295,12 @@ int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, vo
 	o->lost = table_new(sizeof(uint32_t), cfg->table_seed ^ 0x27d4eb2fu);
 	o->npool = 1;                   /* index 0 is "none" */
 	o->pool = xrealloc(NULL, sizeof(*o->pool));
-	o->hello_phase = true;          /* §2.4: HELLO until a HELLO_BACK arrives */
+	o->hello_phase = true;          /* protocol.md §3.6: HELLO until a HELLO_BACK arrives */
 	o->window = window_size(o);
 	o->now = now;
-	/* §2.2: the timer is armed at start; the first message is usually the 1 s ALIVE. */
+	/* protocol.md §3.3: the timer is armed at start; the first message is usually the 1 s ALIVE. */
 	o->timer_at = now + TIMER_MS;
-	/* §2.5: StartupResync queues one RESYNC (from = to = 0) at start, never repeated. */
+	/* protocol.md §3.8: StartupResync queues one RESYNC (from = to = 0) at start, never repeated. */
 	if (cfg->startup_resync)
 		enqueue_ctl(o, WIRE_F_RESYNC, 0, 0);
 	*out = o;
@@ -322,7 +321,7 @@ void old147_free(struct old147 *o)
 /* ---- the internal cache ----------------------------------------------------------------- */
 
 /*
- * The facts are silent on how a kernel event updates an internal object;
+ * What is known of 1.4.7 is silent on how a kernel event updates an internal object;
  * the simulated kernel reports whole states, so the object takes the
  * state as it is (a re-created key revives a dead object as a new one).
  */
@@ -354,12 +353,12 @@ void old147_flow_delete(struct old147 *o, const struct flow_tuple *key, uint64_t
 
 	if (!h || (flow_table_flags(o->internal, h) & FLOW_ENTRY_DEAD))
 		return;
-	/* §2.1: dead, hidden, kept until its DEL is ACKed. */
+	/* protocol.md §3.2: dead, hidden, kept until its DEL is ACKed. */
 	flow_table_mark_dead(o->internal, h, (uint32_t)(now / 1000));
 	enqueue_obj(o, h);
 }
 
-/* ---- transmission (§2.1) ---------------------------------------------------------------- */
+/* ---- transmission (protocol.md §3.2) ---------------------------------------------------------------- */
 
 static uint8_t hello_flags(const struct old147 *o)
 {
@@ -367,7 +366,7 @@ static uint8_t hello_flags(const struct old147 *o)
 			 (o->hello_back_pending ? WIRE_F_HELLO_BACK : 0));
 }
 
-/* §2.1: seq = time(NULL) when the first message is built, then +1 for every message. */
+/* protocol.md §3.2: seq = time(NULL) when the first message is built, then +1 for every message. */
 static uint32_t take_seq(struct old147 *o, uint64_t now)
 {
 	if (!o->seq_set) {
@@ -381,14 +380,14 @@ static void emit(struct old147 *o, size_t len, uint8_t flags)
 {
 	o->ops.emit(o->arg, o->buf, len);
 	o->st.msg_sent++;
-	/* §2.3 step 1: HELLO_BACK on our next outgoing message, once. */
+	/* protocol.md §3.6: HELLO_BACK on our next outgoing message, once. */
 	if (flags & WIRE_F_HELLO_BACK)
 		o->hello_back_pending = false;
 }
 
 static uint8_t obj_type(unsigned eflags)
 {
-	/* §2.1: the type comes from the object status at transmit time. */
+	/* protocol.md §3.2: the type comes from the object status at transmit time. */
 	if (eflags & FLOW_ENTRY_DEAD)
 		return WIRE_T_CT_DEL;
 	if (eflags & FLOW_ENTRY_UPDATED)
@@ -410,7 +409,7 @@ static void send_obj(struct old147 *o, uint32_t i, uint64_t now)
 	hdr.type = obj_type(flow_table_flags(o->internal, n->handle));
 	hdr.flags = hello_flags(o);
 	hdr.seq = take_seq(o, now);
-	/* §1.6: a DEL carries the whole cached object. */
+	/* protocol.md §2.7: a DEL carries the whole cached object. */
 	len = wire_ct_encode(o->buf, sizeof(o->buf), &hdr, &o->scratch, o->cfg.enc_opts, NULL);
 	if (len < 0) {
 		node_release(o, i);
@@ -446,7 +445,7 @@ static void send_ctl(struct old147 *o, uint32_t i, uint64_t now)
 		o->st.resync_sent++;
 	else
 		o->st.alive_sent++;
-	/* §2.1: ACK/NACK/RESYNC are kept in the rsqueue; ALIVE is freed. */
+	/* protocol.md §3.2: ACK/NACK/RESYNC are kept in the rsqueue; ALIVE is freed. */
 	if (n->flags & (WIRE_F_ACK | WIRE_F_NACK | WIRE_F_RESYNC))
 		rs_insert(o, i, seq);
 	else
@@ -467,7 +466,7 @@ void old147_send(struct old147 *o, uint64_t now)
 			send_ctl(o, i, now);
 		sent = true;
 	}
-	/* §2.2: the timer is re-armed after every transmit batch. */
+	/* protocol.md §3.3: the timer is re-armed after every transmit batch. */
 	if (sent)
 		o->timer_at = now + TIMER_MS;
 }
@@ -483,7 +482,7 @@ void old147_tick(struct old147 *o, uint64_t now)
 	if (now < o->timer_at)
 		return;
 	/*
-	 * §2.2: ACK [ack_from, last] if something was received and not yet
+	 * protocol.md §3.3: ACK [ack_from, last] if something was received and not yet
 	 * ACKed, else ALIVE.  Silent on the window after a timer ACK: an ACK
 	 * restarts it, as the window's own ACK does.
 	 */
@@ -502,12 +501,12 @@ uint64_t old147_deadline(const struct old147 *o)
 	return o->timer_at;
 }
 
-/* ---- reception (§2.3) -------------------------------------------------------------------- */
+/* ---- reception (protocol.md §3.4) -------------------------------------------------------------------- */
 
 /*
  * The external cache: NEW replaces, UPD lays over what it has (attributes
  * present in the message overwrite, absent ones stay; an all-zero LABELS
- * array clears the labels), DEL removes (§5.1).
+ * array clears the labels), DEL removes (protocol.md §6.1).
  */
 static void lay_over(struct flow_full *cur, const struct flow_full *m)
 {
@@ -586,7 +585,7 @@ static void apply(struct old147 *o, uint8_t type, const struct flow_full *f)
 	}
 }
 
-/* §2.3 "Digest of control messages": ACK releases, NACK moves back to the tx queue. */
+/* protocol.md §3.4 "Digest of control messages": ACK releases, NACK moves back to the tx queue. */
 static void rs_range(struct old147 *o, uint32_t from, uint32_t to, bool ack)
 {
 	uint32_t i = o->rs.head, found = 0;
@@ -618,7 +617,7 @@ static void resync_all(struct old147 *o)
 	uint32_t cursor = 0, h;
 
 	/*
-	 * §2.3: every object of the internal cache.  Silent on dead objects
+	 * protocol.md §3.4: every object of the internal cache.  Silent on dead objects
 	 * waiting for their DEL's ACK: they are objects of the cache, so their
 	 * DEL goes again.
 	 */
@@ -640,7 +639,7 @@ static enum digest digest(struct old147 *o, const struct wire_msg *m)
 		memset(&o->scratch, 0, sizeof(o->scratch));
 		r = wire_ct_decode(m->data, m->len, &o->scratch);
 		/*
-		 * §1.8 step 7: a malformed payload is dropped, its seq accepted.
+		 * protocol.md §2.11 step 7: a malformed payload is dropped, its seq accepted.
 		 * (1.4.7 accepts a few states our decoder refuses, wire.h's
 		 * "strictness"; nothing in the simulation makes one.)
 		 */
@@ -694,10 +693,10 @@ static void receive_msg(struct old147 *o, const struct wire_msg *m)
 	uint32_t seq = h->seq, expected = o->last_seq + 1;
 	bool hello = false;
 
-	/* §1.8 step 5: a foreign version is skipped before sequence tracking. */
+	/* protocol.md §2.11 step 5: a foreign version is skipped before sequence tracking. */
 	if (m->reason != WIRE_OK)
 		return;
-	/* §2.3 step 1 */
+	/* protocol.md §3.6 */
 	if (h->flags & WIRE_F_HELLO) {
 		o->st.hello_recv++;
 		o->hello_back_pending = true;
@@ -710,10 +709,10 @@ static void receive_msg(struct old147 *o, const struct wire_msg *m)
 		if (o->recv_init && before(seq, expected))
 			say(o, "HELLO seq %u before expected %u: taken in sync", seq, expected);
 	}
-	/* §2.3 step 2 */
+	/* protocol.md §3.6 */
 	if ((h->flags & WIRE_F_HELLO_BACK) && o->hello_phase)
 		o->hello_phase = false;
-	/* §2.3 step 3 */
+	/* protocol.md §3.4.2 */
 	if (!o->recv_init || hello || seq == expected) {
 		if (digest(o, m) == D_BAD)
 			return;
@@ -745,7 +744,7 @@ static void receive_msg(struct old147 *o, const struct wire_msg *m)
 		o->st.dropped_before++;
 		return;                 /* before expected: dropped, nothing sent */
 	}
-	/* §2.3 step 4 */
+	/* protocol.md §3.4.2 */
 	o->last_seq = seq;
 	o->recv_init = true;
 }

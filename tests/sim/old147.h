@@ -1,13 +1,13 @@
 /*
  * old147.h - a model of conntrackd 1.4.7's FTFW endpoint for the
- * simulation (§2 of shared/reference/conntrackd-1.4.7-facts.md), to run
+ * simulation (doc/protocol.md §3, which says what 1.4.7 does), to run
  * against ctsyncd's real engine in mixed pairs (sim --mixed).
  *
  * A pure state machine like the engine: the caller passes the time to
  * every call, hands it the datagrams it receives, and gets its messages
  * through ops->emit (the channel buffer of the node, which packs them
  * into datagrams and is flushed after each old147_send(), as 1.4.7's
- * buffered channel is after each tx-queue run, §4.1).  Messages are
+ * buffered channel is after each tx-queue run, protocol.md §5.1).  Messages are
  * encoded and decoded with the project's codec (wire.h), so the model
  * speaks the real format.
  *
@@ -15,7 +15,7 @@
  * dead ones until their DEL is acknowledged), an external cache (what
  * the peer sent), one sequence counter seeded from the clock, a tx queue
  * and a resend queue ("rsqueue") where each cache object has at most one
- * node, and the receiver state of §2.3 (one per process).  What it does
+ * node, and the receiver state of protocol.md §3.4 (one per process).  What it does
  * not have: a retransmission timeout (only NACKs resend), a session
  * notion beyond HELLO, flow control.
  */
@@ -35,7 +35,7 @@ struct old147_config {
 	uint32_t resend_queue_size;     /* ResendQueueSize; 0 = 131072 */
 	uint32_t ack_window;            /* ACKWindowSize; 0 = 300 */
 	unsigned enc_opts;              /* WIRE_ENC_* of what this node sends */
-	/* time(NULL) at now = 0: the counter starts at clock_base + now / 1000 (§2.1) */
+	/* time(NULL) at now = 0: the counter starts at clock_base + now / 1000 (protocol.md §3.2) */
 	uint32_t clock_base;
 	bool startup_resync;            /* StartupResync on */
 	uint32_t table_seed;            /* hash seeds of its caches */
@@ -58,7 +58,7 @@ struct old147_stats {
 	uint64_t data_recv, dropped_before, gaps;
 	/* data objects whose rsqueue node went without an ACK: */
 	uint64_t rsq_overflow_data;     /* ResendQueueSize reached, oldest dropped */
-	uint64_t rsq_flushed_data;      /* flushed by a peer's HELLO (§2.3 step 1) */
+	uint64_t rsq_flushed_data;      /* flushed by a peer's HELLO (protocol.md §3.6) */
 	uint64_t rsq_overflow_ctl, rsq_flushed_ctl;
 	uint64_t nack_unknown;          /* NACKed numbers not found in the rsqueue */
 };
@@ -67,15 +67,15 @@ int old147_new(const struct old147_config *cfg, const struct old147_ops *ops, vo
 	       uint64_t now, struct old147 **out);
 void old147_free(struct old147 *o);
 
-/* The start-up dump: into the internal cache, not sent (§5.1). */
+/* The start-up dump: into the internal cache, not sent (protocol.md §6.1). */
 void old147_load(struct old147 *o, const struct flow_full *ff, uint64_t now);
-/* Kernel events: the internal cache changes and the object is queued (§2.1). */
+/* Kernel events: the internal cache changes and the object is queued (protocol.md §3.2). */
 void old147_flow_update(struct old147 *o, const struct flow_full *ff, uint64_t now);
 void old147_flow_delete(struct old147 *o, const struct flow_tuple *key, uint64_t now);
 
 /* One datagram from the peer. */
 void old147_receive(struct old147 *o, const void *data, size_t len, uint64_t now);
-/* The one-second timer (§2.2), if due. */
+/* The one-second timer (protocol.md §3.3), if due. */
 void old147_tick(struct old147 *o, uint64_t now);
 /* Run the tx queue: everything in it goes out. */
 void old147_send(struct old147 *o, uint64_t now);

@@ -38,8 +38,8 @@
  *
  * MIXED (--mixed, seeds 1-1000 unless --seeds; in the default run with
  * --stable-old, see below): two nodes, node 0 running the engine and node 1
- * a model of conntrackd 1.4.7's FTFW endpoint (old147.c, §2 of the
- * facts), over the same channel, kernels, churn and restarts of either
+ * a model of conntrackd 1.4.7's FTFW endpoint (old147.c, doc/protocol.md
+ * §3), over the same channel, kernels, churn and restarts of either
  * side; the model has its own ResendQueueSize (sometimes 16-512) and
  * ACKWindowSize.  After quiescence both directions are compared key by
  * key.  ctsyncd -> 1.4.7 must hold except for one 1.4.7 limitation:
@@ -68,7 +68,7 @@
  * of the flow's previous life; before deviation 20 (rx.c) a 1.4.7
  * restarted during its handshake was recognised even less often.  Not
  * fixed: a HELLO message of ours delayed behind later ones rewinds
- * 1.4.7's receiver (§2.3 step 1), which then takes an older state of
+ * 1.4.7's receiver (protocol.md §3.6), which then takes an older state of
  * ours over a newer one (reordering, which a dedicated link rarely
  * does; deviation 18 keeps bulk sends out of the handshake).
  * Diagnosis aids: SIM_TRACE_KEY=<source address> follows one flow,
@@ -177,7 +177,7 @@ static void draw_scenario(struct rng *r, uint64_t seed, enum sim_mode mode, stru
 	}
 
 	if (mode == MODE_MIXED) {
-		/* 1.4.7's own ResendQueueSize drops the oldest when full (§2.1): sometimes small. */
+		/* 1.4.7's own ResendQueueSize drops the oldest when full (protocol.md §3.2): sometimes small. */
 		sc->old.resend_queue_size = rng_chance(r, 0.2) ? rng_range(r, 16, 512) : 0;
 		sc->old.ack_window = rng_chance(r, 0.3) ? rng_range(r, 1, 40) : 0;
 		sc->old.enc_opts = sc->cfg.enc_opts;

@@ -956,7 +956,7 @@ START_TEST(helper_block_reads_types_and_policies)
 }
 END_TEST
 
-/* reference §11: the compact form, newlines and all, parses as is */
+/* ctsyncd.conf(5), LEXICAL CONVENTIONS: the compact form, newlines and all, parses as is */
 START_TEST(compact_one_line_config_parses)
 {
 	static const char text[] =

@@ -17,7 +17,7 @@
 #include "flow.h"
 #include "flow_filter.h"
 
-/* Kernel tcp_conntrack numbers (reference §1.6, NTA 4). */
+/* Kernel tcp_conntrack numbers (protocol.md §2.7, NTA 4). */
 enum { TCP_SYN_SENT = 1, TCP_ESTABLISHED = 3, TCP_TIME_WAIT = 7, TCP_CLOSE = 8 };
 
 /* "a.b.c.d[/n]" or "x:y::z[/n]" as the config parser would give it. */

@@ -1,10 +1,9 @@
 /*
  * check_ftfw.c - the FTFW engine against the behaviour of conntrackd 1.4.7
- * (§2 and the negative-conformance table of §11 step 7 of
- * shared/reference/conntrackd-1.4.7-facts.md), and what ctsyncd adds:
+ * (doc/protocol.md §3 and its table of reactions, §3.10), and what ctsyncd adds:
  * RTO, flow control, sequence tracking during HELLO, per-peer state,
  * re-queueing on a peer's restart, paced bulk sends; NOTRACK; and ALARM
- * (§3): refresh timers, flag-less data only, nothing but data sent.
+ * (protocol.md §4): refresh timers, flag-less data only, nothing but data sent.
  *
  * The engine runs against a harness that plays the peer: it feeds
  * hand-built messages through the real splitter and records every message
@@ -380,7 +379,7 @@ static struct ftfw_stats stats(void)
 }
 
 /*
- * The state of §11 step 7: the engine ran with a real peer (whose HELLO
+ * The state of protocol.md §3.10: the engine ran with a real peer (whose HELLO
  * it answered and which answered its own), then that peer was replaced by
  * the scripted one, which starts with HELLO|ALIVE at seq S.
  */
@@ -399,7 +398,7 @@ static void conformance_setup(void)
 	H.nout = 0;
 }
 
-/* ---- §11 step 7, row by row ------------------------------------------------------------- */
+/* ---- protocol.md §3.10, row by row ------------------------------------------------------------- */
 
 START_TEST(hello_is_acked_with_hello_back)
 {
@@ -732,7 +731,7 @@ START_TEST(ack_covering_all_then_nack_resends_nothing)
 }
 END_TEST
 
-/* ---- HELLO (§2.4) ---------------------------------------------------------------------- */
+/* ---- HELLO (protocol.md §3.6) ---------------------------------------------------------------------- */
 
 /* Two engines wired back to back through in-memory queues, for the handshake trace. */
 struct pair_side {
@@ -787,7 +786,7 @@ static void pair_init(struct pair_side *s, uint32_t seq, uint64_t now)
 	struct flow_table_options o = { .buckets = 16, .seed = 1, .user_bytes = FTFW_USER_BYTES };
 	struct ftfw_config c = default_cfg();
 
-	c.plain_acks = true;    /* §2.4's trace has no repeated ACKs */
+	c.plain_acks = true;    /* protocol.md §3.6's trace has no repeated ACKs */
 	ck_assert_int_eq(flow_table_new(&o, &s->t), 0);
 	ck_assert_int_eq(ftfw_new(&c, &ops, s, s->t, seq, now, &s->e), 0);
 }
@@ -797,7 +796,7 @@ START_TEST(hello_handshake_trace)
 	static struct pair_side a, b;
 	/*
 	 * A said HELLO|ALIVE at once and then once a second while B was down
-	 * (1, 1001, 2001 ms).  §2.4's trace of 1.4.7 is A 0x30... 0x48 0x08,
+	 * (1, 1001, 2001 ms).  protocol.md §3.6's trace of 1.4.7 is A 0x30... 0x48 0x08,
 	 * B 0x68 0x08: each answers on its next timer.  With deviation 15 B
 	 * says HELLO at once when it starts (2500 ms), A answers that at once
 	 * (HELLO_BACK, and still HELLO: 0x70), and B answers A's (0x50); then
@@ -1164,7 +1163,7 @@ START_TEST(ack_without_hello_amid_a_peers_handshake_is_no_restart)
 }
 END_TEST
 
-/* ---- ACK window (§2.3) -------------------------------------------------------------------- */
+/* ---- ACK window (protocol.md §3.4) -------------------------------------------------------------------- */
 
 /*
  * The window counts messages that carry news (data, RESYNC); ACK, NACK
@@ -1668,7 +1667,7 @@ START_TEST(resync_request_is_retransmitted_until_acked)
 }
 END_TEST
 
-/* §2.1: sequence arithmetic is mod 2^32, on both sides. */
+/* protocol.md §3.2: sequence arithmetic is mod 2^32, on both sides. */
 START_TEST(sequence_numbers_wrap_around)
 {
 	struct ftfw_config c = default_cfg();
@@ -2065,7 +2064,7 @@ START_TEST(rsqueue_dump_lists_flows_and_resync_in_order)
 }
 END_TEST
 
-/* ---- NOTRACK (§3) ----------------------------------------------------------------------------- */
+/* ---- NOTRACK (protocol.md §4) ----------------------------------------------------------------------------- */
 
 START_TEST(notrack_sends_once_without_hello_and_never_acks)
 {
@@ -2095,7 +2094,7 @@ START_TEST(notrack_sends_once_without_hello_and_never_acks)
 }
 END_TEST
 
-/* ---- ALARM (§3) ------------------------------------------------------------------------------ */
+/* ---- ALARM (protocol.md §4) ------------------------------------------------------------------------------ */
 
 #define ALARM_REFRESH_S 5u
 
@@ -2296,7 +2295,7 @@ START_TEST(alarm_receiver_takes_data_iff_flags_are_zero)
 	EXPECT_EQ("NEW", WIRE_T_CT_NEW, H.applied[0].type);
 	EXPECT_EQ("DEL", WIRE_T_CT_DEL, H.applied[1].type);
 	EXPECT_EQ("mark", 7, H.applied[0].f.flow.mark);
-	/* Type 6 without flags is data to ALARM: a bad type, not a malformed header (§1.3). */
+	/* Type 6 without flags is data to ALARM: a bad type, not a malformed header (protocol.md §2.3). */
 	buf[0] = (uint8_t)((WIRE_VERSION << 4) | 6);
 	h_feed(buf, n);
 	EXPECT_EQ("bad type", 1, stats().malformed[WIRE_R_BAD_TYPE]);

@@ -77,7 +77,7 @@ START_TEST(packs_84_byte_messages_17_per_mtu_1500_datagram)
 		ck_assert_int_ge(link_channel_append(&ch, msg, sizeof(msg), limit), 0);
 	}
 	n = drain_sizes(&ch, sizes, 8);
-	/* The datagrams 1.4.7 sends for the same bulk on a 1500-byte veth (reference §4.1). */
+	/* The datagrams 1.4.7 sends for the same bulk on a 1500-byte veth (protocol.md §5.1). */
 	ck_assert_uint_eq(n, 3);
 	ck_assert_msg(sizes[0] == 1428 && sizes[1] == 1428 && sizes[2] == 504,
 		      "expected 1428 1428 504, got %zu %zu %zu", sizes[0], sizes[1], sizes[2]);
@@ -518,7 +518,7 @@ START_TEST(payload_limit_follows_mtu_kind_and_family)
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_UDP, AF_INET, 1500), 1472);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_MCAST, AF_INET, 1500), 1472);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_TCP, AF_INET, 1500), 1460);
-	/* The channel buffer of the wire format's reference (§4.1). */
+	/* The channel buffer of the wire format's reference (protocol.md §5.1). */
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_UDP, AF_INET, 9000), 9000 - WIRE_UDP_OVERHEAD);
 	ck_assert_uint_eq(link_payload_limit(CONFIG_LINK_TCP, AF_INET, 9000), 9000 - WIRE_TCP_OVERHEAD);
 	/* IPv6: a 40-byte header, so no fragment at full size (1.4.7 sends 20 bytes too many). */

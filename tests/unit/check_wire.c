@@ -1,7 +1,7 @@
 /*
  * check_wire.c - the conntrackd-1.4.7 wire codec: golden byte vectors from
- * the reference (§1), round trips of every attribute and protocol, every
- * rejection rule of §1.8 and ours, the splitter, and buffer bounds.
+ * the reference (protocol.md §2), round trips of every attribute and protocol, every
+ * rejection rule of protocol.md §2.11 and ours, the splitter, and buffer bounds.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -197,7 +197,7 @@ static void flow_ports(struct flow_full *ff, uint16_t sport, uint16_t dport)
 	ff->flow.attrs |= FLOW_A_PORTS;
 }
 
-/* §1.6's annotated capture: TCP 10.0.0.1:1234 -> 10.0.0.2:80, ESTABLISHED, mark 7, timeout 300. */
+/* protocol.md §2.7's annotated capture: TCP 10.0.0.1:1234 -> 10.0.0.2:80, ESTABLISHED, mark 7, timeout 300. */
 static void capture_flow(struct flow_full *ff)
 {
 	flow_init(ff, AF_INET, IPPROTO_TCP, "10.0.0.1", "10.0.0.2");
@@ -366,7 +366,7 @@ static void assert_roundtrip(const struct flow_full *in)
 	assert_flow_eq(&out, in);
 }
 
-/* ---- golden byte vectors (§1.2, §1.4, §1.6) ------------------------------ */
+/* ---- golden byte vectors (protocol.md §2.2, §2.4, §2.7) ------------------------------ */
 
 START_TEST(golden_capture_encodes_byte_for_byte)
 {
@@ -414,7 +414,7 @@ START_TEST(golden_capture_decodes)
 }
 END_TEST
 
-/* UDP 10.0.0.1:5000 -> 10.0.0.2:53 SNATed to 192.168.1.1:4000 (§1.6). */
+/* UDP 10.0.0.1:5000 -> 10.0.0.2:53 SNATed to 192.168.1.1:4000 (protocol.md §2.7). */
 static void udp_snat_flow(struct flow_full *ff)
 {
 	flow_init(ff, AF_INET, IPPROTO_UDP, "10.0.0.1", "10.0.0.2");
@@ -512,7 +512,7 @@ START_TEST(golden_control_flag_bytes)
 {
 	uint8_t buf[16];
 
-	/* The first keepalive of a starting FTFW node: HELLO|ALIVE (§2.4). */
+	/* The first keepalive of a starting FTFW node: HELLO|ALIVE (protocol.md §3.6). */
 	ck_assert_int_eq(wire_ctl_encode(buf, sizeof(buf), WIRE_F_HELLO, 5, 0, 0), 8);
 	assert_hex(buf, 8, "1a 30 0008 00000005");
 	ck_assert_int_eq(wire_ctl_encode(buf, sizeof(buf), 0, 6, 0, 0), 8);
@@ -586,7 +586,7 @@ START_TEST(ctl_encode_rejects_bad_flags_and_small_buffers)
 }
 END_TEST
 
-/* ---- classification (§1.4) ------------------------------------------------ */
+/* ---- classification (protocol.md §2.4) ------------------------------------------------ */
 
 START_TEST(classify_priority_and_bad_headers)
 {
@@ -645,7 +645,7 @@ START_TEST(header_decode_reads_range_only_for_16_byte_forms)
 }
 END_TEST
 
-/* ---- round trips (§1.6) ---------------------------------------------------- */
+/* ---- round trips (protocol.md §2.7) ---------------------------------------------------- */
 
 static const struct {
 	const char *name;
@@ -718,7 +718,7 @@ START_TEST(roundtrip_every_protocol)
 }
 END_TEST
 
-/* Which attributes 1.4.7 emits per protocol (§1.6): PORT only for TCP, UDP, SCTP, DCCP. */
+/* Which attributes 1.4.7 emits per protocol (protocol.md §2.7): PORT only for TCP, UDP, SCTP, DCCP. */
 START_TEST(port_attribute_per_protocol)
 {
 	struct flow_full ff, out;
@@ -952,7 +952,7 @@ START_TEST(labels_word_count_follows_the_highest_bit)
 	struct wire_hdr h = { .type = WIRE_T_CT_NEW };
 	int n;
 
-	/* 4 words held, only bit 33 set: 2 words on the wire (§1.6). */
+	/* 4 words held, only bit 33 set: 2 words on the wire (protocol.md §2.7). */
 	proto_flow(&ff, 2);
 	ff.flow.attrs |= FLOW_A_LABELS;
 	ff.labels.words = 4;
@@ -1312,7 +1312,7 @@ START_TEST(decode_is_order_independent_and_duplicates_overwrite)
 }
 END_TEST
 
-/* ---- 1.4.7's rejection rules (§1.8 step 7) --------------------------------- */
+/* ---- 1.4.7's rejection rules (protocol.md §2.11 step 7) --------------------------------- */
 
 START_TEST(rejects_attr_id_33)
 {
@@ -1362,7 +1362,7 @@ END_TEST
 
 START_TEST(rejects_every_fixed_attribute_of_another_size)
 {
-	/* Payload sizes of §1.6; 0 for the variable ones. */
+	/* Payload sizes of protocol.md §2.7; 0 for the variable ones. */
 	static const int size[NTA_MAX] = {
 		8, 32, 1, 4, 1, 4, 4, 4, 8, 32, 1, 4, 4, 4, 2, 2, 24, 1, 4, 4, 1, 1, 1, 1, 2,
 		1, 1, 0, 0, 16, 16, 12, 2,
@@ -1563,7 +1563,7 @@ START_TEST(accepts_udplite_and_gre_without_port)
 {
 	struct flow_full f;
 
-	/* That is what 1.4.7 sends for them (§1.6): their key has no ports. */
+	/* That is what 1.4.7 sends for them (protocol.md §2.7): their key has no ports. */
 	assert_reason(decode_hex(WIRE_T_CT_NEW, "000c 0000 0a000001 0a000002  0005 0002 88 000000", &f),
 		      WIRE_OK);
 	ck_assert(!(f.flow.attrs & FLOW_A_PORTS));
@@ -1692,7 +1692,7 @@ START_TEST(rejects_unterminated_helper)
 }
 END_TEST
 
-/* ---- expectations (§1.7) ----------------------------------------------------- */
+/* ---- expectations (protocol.md §2.10) ----------------------------------------------------- */
 
 static void tuple_set(struct flow_tuple *t, int family, uint8_t proto, const char *src, const char *dst,
 		      uint16_t sport, uint16_t dport)
@@ -2037,7 +2037,7 @@ START_TEST(exp_rejects_ports_of_portless_master)
 }
 END_TEST
 
-/* ---- the splitter (§1.8 steps 1-5) ----------------------------------------------- */
+/* ---- the splitter (protocol.md §2.11 steps 1-5) ----------------------------------------------- */
 
 /* Split `hex` as a datagram; the statuses and reasons, as "MSG:ok MSG:ok ERROR:bad size". */
 static const char *split_trace(const char *hex, bool stream)
