@@ -5,6 +5,7 @@ libctsyncd_a_SOURCES += \
 	src/sync/queue.c \
 	src/sync/rx.c \
 	src/sync/ftfw.c \
+	src/sync/ack.c \
 	src/sync/alarm.c
 
 check_PROGRAMS += tests/unit/check_ftfw

@@ -3,7 +3,8 @@
  *
  * queue.c   the intrusive queues over table handles and the in-flight ring
  * rx.c      the receiver: per-peer sequence tracking, ACK window, NACK, HELLO
- * ftfw.c    creation, transmission, ACK/NACK of our messages, timers, bulk, stats
+ * ftfw.c    creation, transmission, timers, bulk, stats
+ * ack.c     ACK/NACK of our messages, release, fast retransmit, requeue
  * alarm.c   ALARM's refresh timers (a wheel through the same links) and its receiver
  */
 #ifndef CTSYNCD_SYNC_FTFW_INT_H
@@ -213,14 +214,20 @@ int ftfw_ring_alloc(struct ftfw *e, uint32_t slots);
 /* ---- ftfw.c ---- */
 /* Encode and emit a control message (ACK/NACK/RESYNC with a range, else ALIVE). */
 void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now);
+
+/* ---- ack.c ---- */
 void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
 void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to);
 /* A peer restarted: what it had not acknowledged is queued again (protocol.md §3.6, deviation 6). */
 void ftfw_requeue_inflight(struct ftfw *e);
 /* The set of peers we wait for changed: release what is now fully acknowledged. */
 void ftfw_members_changed(struct ftfw *e, uint16_t members);
-/* Start over as if we had restarted, keeping our table (see ftfw.c). */
+/* Start over as if we had restarted, keeping our table (see ack.c). */
 void ftfw_soft_restart(struct ftfw *e);
+/* Resend what is overdue now that later messages were acknowledged (deviation 2). */
+void ftfw_fast_retransmit(struct ftfw *e, uint64_t now);
+/* When ftfw_fast_retransmit() has something to do next, or UINT64_MAX. */
+uint64_t ftfw_fast_deadline(const struct ftfw *e);
 
 /* ---- alarm.c ---- */
 int ftfw_alarm_init(struct ftfw *e, uint64_t now);
