@@ -50,7 +50,7 @@
  * messages it sends, never their format: a 1.4.7 peer sees ordinary
  * messages, and its own behaviour is what doc/protocol.md §3 describes.
  * Every difference is numbered in doc/protocol.md §7.1 ("Deviation 1" to
- * "Deviation 20"); the code says "deviation N" where it does one.
+ * "Deviation 22"); the code says "deviation N" where it does one.
  *
  * ALARM (1.4.7's "persistent" mode, protocol.md §4).  No HELLO, ACK, NACK, ALIVE or
  * RESYNC is ever sent; every message is data with flags 0 and the next
@@ -379,9 +379,13 @@ uint64_t ftfw_next_deadline(const struct ftfw *e);
  */
 void ftfw_request_resync(struct ftfw *e);
 /*
- * -B, and the answer to a RESYNC request: queue every live flow of the
- * internal table.  The table is walked in slices as the in-flight window
- * drains; a bulk already running starts over.
+ * -B: queue every live flow of the internal table.  The table is walked in
+ * slices as the in-flight window drains; a bulk already running starts
+ * over.  What peers cause (a RESYNC request, a restart, a first message)
+ * is answered by the same walk, but coalesced and spaced inside the
+ * engine: at most one walk runs, a request during it makes it run once
+ * more, and one soon after a walk waits (1 s, doubling up to 16 s while
+ * requests keep coming within 30 s of each other).
  */
 void ftfw_bulk(struct ftfw *e);
 
@@ -412,6 +416,8 @@ struct ftfw_stats {
 	uint64_t nack_repeated;                 /* NACKs sent again for the same gap (rx.c) */
 	uint64_t alive_sent, alive_recv;
 	uint64_t resync_sent, resync_recv;
+	uint64_t bulk_walks;                    /* walks of the table started (-B, peers) */
+	uint64_t bulk_coalesced;                /* peers' requests folded into a walk already due */
 	uint64_t rto_rounds;                    /* retransmission timeouts that fired */
 	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
 	uint64_t hello_resends;                 /* sent during HELLO, sent again once ACKed (ftfw.c) */
@@ -435,6 +441,7 @@ struct ftfw_stats {
 	uint64_t flow_control_stalls;           /* ftfw_send stopped by a full window */
 	uint64_t ring_evictions;                /* sent again after a ring of newer numbers (queue.c) */
 	bool bulk_running;
+	bool bulk_waiting;                      /* a peer's request waits for the spacing */
 	bool resync_outstanding;
 	uint32_t peers;                         /* peers heard and not lost */
 	uint32_t refresh_timers;                /* ALARM: flows waiting for their refresh */

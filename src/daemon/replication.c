@@ -316,6 +316,8 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "nack_received", st.nack_recv);
 	report_u64(rep, "resync_sent", st.resync_sent);
 	report_u64(rep, "resync_received", st.resync_recv);
+	report_u64(rep, "bulk_walks", st.bulk_walks);
+	report_u64(rep, "bulk_requests_coalesced", st.bulk_coalesced);
 	report_u64(rep, "retransmission_timeouts", st.rto_rounds);
 	report_u64(rep, "hello_resends", st.hello_resends);
 	report_u64(rep, "hello_gap_resyncs", st.hello_gap_resyncs);
@@ -357,6 +359,7 @@ static void report_queues(struct replication *r, struct report *rep)
 	report_u64(rep, "in_flight_peak", st.inflight_peak);
 	report_u64(rep, "flow_control_stalls", st.flow_control_stalls);
 	report_bool(rep, "bulk_running", st.bulk_running);
+	report_bool(rep, "bulk_waiting", st.bulk_waiting);
 	report_bool(rep, "resync_outstanding", st.resync_outstanding);
 	report_bool(rep, "idle", ftfw_idle(r->engine));
 	if (r->cfg->sync.mode == CONFIG_MODE_ALARM)

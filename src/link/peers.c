@@ -1,5 +1,5 @@
 /*
- * peers.c - who may speak on a link.
+ * peers.c - who may speak on a link (deviation 22, doc/protocol.md §5.7).
  *
  * Sync input writes into a firewall's kernel, so a link passes on only
  * what comes from its peer: over UDP and TCP the configured destination
@@ -113,12 +113,28 @@ static bool in_nets(const struct link *l, const struct sockaddr *src)
 	return false;
 }
 
+/*
+ * A peer reached at a link-local address sends from whichever link-local
+ * address its kernel picks (an interface has several: the configured one,
+ * the one made from its MAC), and any host on the segment could use any of
+ * them anyway: any link-local source on the link's interface is the peer.
+ */
+static bool link_local_peer(const struct link *l, const struct sockaddr *src)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)src;
+	const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)&l->dest;
+
+	return src->sa_family == AF_INET6 && l->dest.ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LINKLOCAL(&d6->sin6_addr) && IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) &&
+	       (!s6->sin6_scope_id || s6->sin6_scope_id == l->ifindex);
+}
+
 bool link_peer_allowed(struct link *l, const struct sockaddr *src)
 {
 	if (!src)
 		return false;
 	if (l->cfg.kind != CONFIG_LINK_MCAST)
-		return same_addr(src, &l->dest);
+		return same_addr(src, &l->dest) || link_local_peer(l, src);
 	if (in_nets(l, src))
 		return true;
 	/* The interface may have been given another address since we looked. */

@@ -18,6 +18,15 @@
 #define BULK_QUEUE_MAX  256u
 /* The longest a RESYNC request or a bulk send waits for the end of our HELLO (hello_holds()). */
 #define HELLO_HOLD_MS   5000u
+/*
+ * The spacing of the bulk walks that peers cause (ftfw_bulk_for_peer()):
+ * after one ends, the next waits BULK_SPACING_MIN_MS, doubled for each
+ * further request within BULK_QUIET_MS of the one before, up to
+ * BULK_SPACING_MAX_MS.
+ */
+#define BULK_SPACING_MIN_MS     1000u
+#define BULK_SPACING_MAX_MS     16000u
+#define BULK_QUIET_MS           30000u
 
 static uint8_t hello_flags(struct ftfw *e)
 {
@@ -422,6 +431,26 @@ static bool bulk_may_run(const struct ftfw *e)
 	return e->bulk && !hello_holds(e);
 }
 
+static void bulk_start(struct ftfw *e)
+{
+	e->bulk = true;
+	e->bulk_exp = false;
+	e->bulk_cursor = 0;
+	e->st.bulk_walks++;
+}
+
+/* A walk is over: the one a request made during it is due at once, any later one after the spacing. */
+static void bulk_walk_ended(struct ftfw *e)
+{
+	e->bulk = false;
+	e->bulk_exp = false;
+	e->bulk_not_before = e->now + e->bulk_spacing;
+	if (e->bulk_again) {
+		e->bulk_again = false;
+		bulk_start(e);
+	}
+}
+
 /* Queue the next slice of the bulk walk; false once the walk is over. */
 static bool bulk_refill(struct ftfw *e)
 {
@@ -445,9 +474,8 @@ static bool bulk_refill(struct ftfw *e)
 				h |= FTFW_EXP_HANDLE;
 		}
 		if (!h) {
-			e->bulk = false;
-			e->bulk_exp = false;
-			return queued > 0;
+			bulk_walk_ended(e);
+			return queued > 0 || e->bulk;
 		}
 		visited++;
 		/* Dead flows are in a queue until their DEL is acknowledged anyway. */
@@ -549,9 +577,47 @@ void ftfw_bulk(struct ftfw *e)
 {
 	if (e->alarm)
 		return;         /* protocol.md §4: the refresh timers do it */
-	e->bulk = true;
-	e->bulk_exp = false;
-	e->bulk_cursor = 0;
+	e->bulk_waiting = false;
+	bulk_start(e);
+}
+
+/*
+ * Deviation 21.  A walk that a peer causes (its RESYNC request, its
+ * restart, its first message) sends the whole table for one 16-byte
+ * message, so peers get at most one walk at a time, spaced: a request during a walk makes it run
+ * once more from the start when it ends (what it sent before the request
+ * may have gone to the process that asked before it restarted), however
+ * many come; one soon after a walk ended waits for the spacing, which
+ * doubles while requests keep coming.  Whatever the peer sends, the table
+ * goes out at most twice per spacing.
+ */
+void ftfw_bulk_for_peer(struct ftfw *e)
+{
+	if (e->alarm)
+		return;
+	if (e->bulk_last_request && e->now - e->bulk_last_request < BULK_QUIET_MS)
+		e->bulk_spacing = e->bulk_spacing * 2 > BULK_SPACING_MAX_MS ? BULK_SPACING_MAX_MS
+									 : e->bulk_spacing * 2;
+	else
+		e->bulk_spacing = BULK_SPACING_MIN_MS;
+	e->bulk_last_request = e->now ? e->now : 1;
+	if (e->bulk) {
+		/* A walk that has not begun yet covers the request as it is. */
+		bool begun = e->bulk_cursor != 0 || e->bulk_exp;
+
+		e->st.bulk_coalesced += e->bulk_again || !begun;
+		e->bulk_again |= begun;
+		return;
+	}
+	if (e->bulk_waiting) {
+		e->st.bulk_coalesced++;
+		return;
+	}
+	if (e->now < e->bulk_not_before) {
+		e->bulk_waiting = true;
+		return;
+	}
+	bulk_start(e);
 }
 
 /* ---- timers -------------------------------------------------------------------------- */
@@ -619,6 +685,10 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	ftfw_fast_retransmit(e, now);
 	if (now >= rto_deadline(e))
 		rto_round(e, now);
+	if (e->bulk_waiting && now >= e->bulk_not_before) {
+		e->bulk_waiting = false;
+		bulk_start(e);
+	}
 	if (e->alarm) {
 		ftfw_alarm_tick(e, now);        /* protocol.md §4: refreshes, and never an ALIVE */
 		return;
@@ -641,6 +711,8 @@ uint64_t ftfw_next_deadline(const struct ftfw *e)
 		d = min_u64(d, e->last_hello_tx + FTFW_TIMER_MS);
 
 	d = min_u64(d, rto_deadline(e));
+	if (e->bulk_waiting)
+		d = min_u64(d, e->bulk_not_before);
 	d = min_u64(d, ftfw_fast_deadline(e));
 	d = min_u64(d, ftfw_rx_deadline(e));
 	return d;
@@ -651,7 +723,7 @@ uint64_t ftfw_next_deadline(const struct ftfw *e)
 bool ftfw_idle(const struct ftfw *e)
 {
 	return !e->q[Q_TX].len && !e->q[Q_RETX].len && !e->q[Q_RS].len && !e->bulk &&
-	       e->resync == RESYNC_NONE;
+	       !e->bulk_waiting && e->resync == RESYNC_NONE;
 }
 
 uint32_t ftfw_next_seq(const struct ftfw *e)
@@ -667,6 +739,7 @@ void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out)
 	out->inflight = e->q[Q_RS].len;
 	out->inflight_max = e->notrack ? 0 : e->cfg.resend_queue_size;
 	out->bulk_running = e->bulk;
+	out->bulk_waiting = e->bulk_waiting;
 	out->resync_outstanding = e->resync != RESYNC_NONE;
 	out->peers = (uint32_t)__builtin_popcount(e->members);
 	out->refresh_timers = e->wheel_len;

@@ -146,6 +146,12 @@ struct ftfw {
 	bool bulk;                      /* a bulk walk is running */
 	bool bulk_exp;                  /* it has reached the expectations */
 	uint32_t bulk_cursor;
+	/* walks that peers cause: coalesced and spaced (ftfw_bulk_for_peer()) */
+	bool bulk_again;                /* a request came during the walk: once more when it ends */
+	bool bulk_waiting;              /* a request waits for bulk_not_before */
+	uint64_t bulk_not_before;
+	uint32_t bulk_spacing;          /* ms after a walk before a peer's next one */
+	uint64_t bulk_last_request;
 
 	/*
 	 * ALARM's timer wheel: wheel[tick & wheel_mask] heads the list of
@@ -214,6 +220,8 @@ int ftfw_ring_alloc(struct ftfw *e, uint32_t slots);
 /* ---- ftfw.c ---- */
 /* Encode and emit a control message (ACK/NACK/RESYNC with a range, else ALIVE). */
 void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now);
+/* A bulk walk a peer asked for or caused: coalesced and spaced (see ftfw.c). */
+void ftfw_bulk_for_peer(struct ftfw *e);
 
 /* ---- ack.c ---- */
 void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);

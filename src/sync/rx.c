@@ -140,7 +140,7 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		 * the bulk starts over, once.
 		 */
 		if (e->cfg.mode == FTFW_MODE_FTFW && !e->cfg.no_bulk_on_new)
-			ftfw_bulk(e);
+			ftfw_bulk_for_peer(e);
 	} else if (p->lost) {
 		/* It may have missed messages released while it was not waited for. */
 		p->lost = false;
@@ -257,7 +257,7 @@ static void restart(struct ftfw *e, unsigned peer, struct ftfw_peer *p)
 	 * be repeated by a 1.4.7 peer.  Send it our table unasked, as its -n
 	 * would have us do.
 	 */
-	ftfw_bulk(e);
+	ftfw_bulk_for_peer(e);
 }
 
 /*
@@ -520,7 +520,7 @@ static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 	case WIRE_K_RESYNC:
 		/* protocol.md §3.4: send the whole internal cache. */
 		e->st.resync_recv++;
-		ftfw_bulk(e);
+		ftfw_bulk_for_peer(e);
 		return true;
 	case WIRE_K_ALIVE:
 		e->st.alive_recv++;
@@ -617,7 +617,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		 */
 		if (m->kind == WIRE_K_RESYNC) {
 			e->st.resync_recv++;
-			ftfw_bulk(e);
+			ftfw_bulk_for_peer(e);
 		}
 		return 0;
 	}

@@ -990,6 +990,9 @@ START_TEST(restart_resets_peer_then_resyncs_and_bulks)
 		feed_ctl(WIRE_F_ACK, 101, 1000, ftfw_next_seq(H.e) - 1);
 		REQUIRE(ftfw_idle(H.e), "not idle before the restart");
 		EXPECT_EQ("peer resets for a new peer", 0, H.nresets);
+		/* Past the spacing of bulk walks that peers cause. */
+		h_advance(1500);
+		feed_ctl(WIRE_F_ALIVE, 102, 0, 0);
 		d = H.nout;
 		nev = H.nevents;
 		/* The peer restarted, with a counter far from its old one. */
@@ -1012,6 +1015,153 @@ START_TEST(restart_resets_peer_then_resyncs_and_bulks)
 		EXPECT_EQ("data of the bulk", 3, count_kind(d, WIRE_K_DATA));
 		h_teardown();
 	}
+}
+END_TEST
+
+/* A RESYNC request carrying sequence number `seq` from the (known) peer. */
+static void feed_resync(uint32_t seq)
+{
+	feed_ctl(WIRE_F_RESYNC, seq, 0, 0);
+}
+
+/* A known peer that answered our HELLO, an idle engine with `n` flows and no walk due. */
+static void bulk_setup(uint32_t n)
+{
+	struct ftfw_config c = default_cfg();
+
+	c.no_bulk_on_new = true;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	for (uint32_t i = 0; i < n; i++)
+		put_flow(i, i);
+	h_send();
+	feed_ctl(WIRE_F_ACK, 101, 1000, ftfw_next_seq(H.e) - 1);
+	REQUIRE(ftfw_idle(H.e), "not idle after the setup");
+}
+
+/* Send and acknowledge until the engine is idle (at most `rounds` rounds). */
+static void drain(uint32_t *peer_seq, unsigned rounds)
+{
+	for (unsigned i = 0; i < rounds && !ftfw_idle(H.e); i++) {
+		h_send();
+		feed_ctl(WIRE_F_ACK, (*peer_seq)++, 1000, ftfw_next_seq(H.e) - 1);
+		h_advance(10);
+	}
+}
+
+START_TEST(resync_requests_during_a_walk_make_one_more_walk)
+{
+	uint32_t peer_seq = 102;
+	size_t d;
+
+	bulk_setup(300);
+	d = H.nout;
+	feed_resync(peer_seq++);
+	EXPECT_EQ("a walk runs", 1, stats().bulk_running);
+	/* Part of the walk goes out, then a hundred more requests come. */
+	ftfw_send(H.e, H.now, 2000);
+	for (int i = 0; i < 100; i++)
+		feed_resync(peer_seq++);
+	drain(&peer_seq, 1000);
+	EXPECT_EQ("walks", 2, stats().bulk_walks);
+	/* The first request during the walk makes the second one; the 99 others fold into it. */
+	EXPECT_EQ("requests folded in", 99, stats().bulk_coalesced);
+	REQUIRE(count_kind(d, WIRE_K_DATA) <= 600 && count_kind(d, WIRE_K_DATA) >= 300,
+		"data messages: expected 300..600 (at most two walks), got %zu", count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(a_request_on_a_walk_not_begun_adds_nothing)
+{
+	uint32_t peer_seq = 102;
+	size_t d;
+
+	bulk_setup(50);
+	d = H.nout;
+	feed_resync(peer_seq++);
+	feed_resync(peer_seq++);
+	drain(&peer_seq, 1000);
+	EXPECT_EQ("walks", 1, stats().bulk_walks);
+	EXPECT_EQ("coalesced", 1, stats().bulk_coalesced);
+	EXPECT_EQ("data messages", 50, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(peers_walks_are_spaced_and_the_spacing_grows)
+{
+	uint32_t peer_seq = 102;
+	uint64_t t0;
+	size_t d;
+
+	bulk_setup(20);
+	feed_resync(peer_seq++);
+	drain(&peer_seq, 100);
+	EXPECT_EQ("first walk at once", 1, stats().bulk_walks);
+	/* Right after: it waits a second. */
+	t0 = H.now;
+	feed_resync(peer_seq++);
+	EXPECT_EQ("waiting", 1, stats().bulk_waiting);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("nothing sent while waiting", 0, count_kind(d, WIRE_K_DATA));
+	h_run_until(t0 + 900);
+	EXPECT_EQ("still waiting after 0.9 s", 1, stats().bulk_waiting);
+	h_run_until(t0 + 1100);
+	EXPECT_EQ("second walk after the spacing", 2, stats().bulk_walks);
+	drain(&peer_seq, 100);
+	/* And the next one waits longer (two seconds). */
+	t0 = H.now;
+	feed_resync(peer_seq++);
+	h_run_until(t0 + 1500);
+	EXPECT_EQ("third walk not yet at 1.5 s", 2, stats().bulk_walks);
+	h_run_until(t0 + 2100);
+	EXPECT_EQ("third walk at 2 s", 3, stats().bulk_walks);
+	drain(&peer_seq, 100);
+	/* After 30 s of quiet the spacing is back to one second. */
+	h_advance(31000);
+	feed_resync(peer_seq++);
+	EXPECT_EQ("at once after a quiet spell", 4, stats().bulk_walks);
+	h_teardown();
+}
+END_TEST
+
+/* The answer to a flood of requests is bounded by the spacing, not by the requests. */
+START_TEST(a_resync_flood_sends_the_table_a_bounded_number_of_times)
+{
+	uint32_t peer_seq = 102;
+	size_t d;
+
+	bulk_setup(100);
+	d = H.nout;
+	/* One request every 10 ms for 20 s. */
+	for (int i = 0; i < 2000; i++) {
+		feed_resync(peer_seq++);
+		h_send();
+		feed_ctl(WIRE_F_ACK, peer_seq++, 1000, ftfw_next_seq(H.e) - 1);
+		h_advance(10);
+	}
+	/* Walks at about 0, 1, 3, 7, 15 s, each one possibly doubled by a request during it. */
+	REQUIRE(stats().bulk_walks <= 10, "walks: expected at most 10, got %llu",
+		(unsigned long long)stats().bulk_walks);
+	REQUIRE(count_kind(d, WIRE_K_DATA) <= 10 * 100, "data messages: expected at most 1000, got %zu",
+		count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(operator_bulk_is_never_spaced)
+{
+	uint32_t peer_seq = 102;
+
+	bulk_setup(10);
+	feed_resync(peer_seq++);
+	drain(&peer_seq, 100);
+	ftfw_bulk(H.e);
+	EXPECT_EQ("-B runs at once", 1, stats().bulk_running);
+	EXPECT_EQ("walks", 2, stats().bulk_walks);
+	h_teardown();
 }
 END_TEST
 
@@ -2471,6 +2621,11 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, sequence_tracked_while_peer_says_hello);
 	tcase_add_test(hello, peer_restart_requeues_what_was_in_flight);
 	tcase_add_test(hello, restart_resets_peer_then_resyncs_and_bulks);
+	tcase_add_test(hello, resync_requests_during_a_walk_make_one_more_walk);
+	tcase_add_test(hello, a_request_on_a_walk_not_begun_adds_nothing);
+	tcase_add_test(hello, peers_walks_are_spaced_and_the_spacing_grows);
+	tcase_add_test(hello, a_resync_flood_sends_the_table_a_bounded_number_of_times);
+	tcase_add_test(hello, operator_bulk_is_never_spaced);
 	tcase_add_test(hello, duplicate_hello_is_not_a_restart);
 	tcase_add_test(hello, sequence_jump_without_hello_is_a_restart);
 	tcase_add_test(hello, only_old_numbers_for_two_seconds_is_a_restart);
