@@ -47,6 +47,11 @@ struct cache_listener {
 	 * dump, -R): ALARM refreshes it all the same.  Optional.
 	 */
 	void (*loaded)(void *arg, uint32_t handle);
+	/*
+	 * The external cache refused states (HashLimit, memory) and has room
+	 * again: ask the peer for its whole table.  Optional.
+	 */
+	void (*want_resync)(void *arg);
 	void *arg;
 };
 

@@ -35,8 +35,8 @@ EXTRA_DIST += tests/integration/expect.sh tests/integration/multinode.sh tests/i
 EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 # Hostile input: an attacker on the sync segment.
-TESTS += tests/integration/strangers.sh
-EXTRA_DIST += tests/integration/strangers.sh
+TESTS += tests/integration/strangers.sh tests/integration/limits.sh
+EXTRA_DIST += tests/integration/strangers.sh tests/integration/limits.sh
 
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh

@@ -31,6 +31,11 @@
 #define EXPIRE_PERIOD_MS 100u
 #define EXPIRE_PASS_MS 1000u
 #define EXPIRE_VISIT 16384u
+/* A full table is looked at every REPAIR_CHECK_MS, and repaired at most every REPAIR_SPACING_MS. */
+#define REPAIR_CHECK_MS 1000u
+#define REPAIR_SPACING_MS 10000u
+/* Lines about refused states and failed kernel writes: at most one per this many ms each. */
+#define LIMIT_LOG_MS 10000u
 
 /* ---- shared rules -------------------------------------------------------------- */
 
@@ -117,6 +122,99 @@ int cache_expiry_start(struct cache_expiry *e, struct cache *c)
 		return -ENOMEM;
 	loop_timer_arm(e->timer, e->pass_ms);
 	return 0;
+}
+
+/* ---- tables that refused states, and their repair ------------------------------- */
+
+static const char *gap_name(const struct cache *c, const struct cache_gap *gap)
+{
+	return gap == &c->local_gap ? "internal cache" : "external cache";
+}
+
+void cache_gap_note(struct cache *c, struct cache_gap *gap, int err)
+{
+	uint64_t now = loop_now_ms(c->loop);
+
+	gap->open = true;
+	gap->refused++;
+	gap->refused_unlogged++;
+	gap->last_error = err;
+	if (!loop_timer_armed(c->repair_timer))
+		loop_timer_arm(c->repair_timer, REPAIR_CHECK_MS);
+	if (gap->logged_ms && now - gap->logged_ms < LIMIT_LOG_MS)
+		return;
+	if (err == -ENOSPC)
+		log_warning("%s full (HashLimit %u): %llu states refused; the cache is incomplete "
+			    "until there is room again (a flush, a purge, or a larger HashLimit), "
+			    "then it is repaired by itself", gap_name(c, gap), c->cfg->general.hash_limit,
+			    (unsigned long long)gap->refused_unlogged);
+	else
+		log_warning("%s: %llu states refused: %s; the cache is incomplete until a repair "
+			    "succeeds", gap_name(c, gap), (unsigned long long)gap->refused_unlogged,
+			    strerror(-err));
+	gap->logged_ms = now ? now : 1;
+	gap->refused_unlogged = 0;
+}
+
+void cache_log_write_error(struct cache *c, const char *what, int err)
+{
+	uint64_t now = loop_now_ms(c->loop);
+
+	if (c->inject_errors_logged_ms && now - c->inject_errors_logged_ms < LIMIT_LOG_MS)
+		return;
+	c->inject_errors_logged_ms = now ? now : 1;
+	log_warning("%s failed: %s (errno %d)%s", what, strerror(err), err,
+		    err == ENOMEM || err == ENOSPC ? "; the kernel's conntrack table may be full "
+						     "(net.netfilter.nf_conntrack_max)" : "");
+}
+
+/* Is there room in `t` for one more entry? */
+static bool has_room(const struct cache *c, struct flow_table *t)
+{
+	uint32_t limit = c->cfg->general.hash_limit;
+
+	return !limit || flow_table_count(t) < limit;
+}
+
+/* May `gap` be repaired now?  Room, and not repaired in the last REPAIR_SPACING_MS. */
+static bool repair_due(const struct cache *c, const struct cache_gap *gap, struct flow_table *t)
+{
+	uint64_t now = loop_now_ms(c->loop);
+
+	return gap->open && has_room(c, t) && (!gap->repairs || now - gap->repaired_ms >= REPAIR_SPACING_MS);
+}
+
+static void repair_started(struct cache *c, struct cache_gap *gap)
+{
+	gap->open = false;
+	gap->repairs++;
+	gap->repaired_ms = loop_now_ms(c->loop);
+	log_notice("%s: room again (%u states, HashLimit %u): bringing back the %llu states refused "
+		   "so far", gap_name(c, gap), flow_table_count(gap == &c->local_gap ? c->internal : c->external),
+		   c->cfg->general.hash_limit, (unsigned long long)gap->refused);
+}
+
+/*
+ * The internal cache is repaired by a re-read of the kernel table that
+ * tells the peer what is new (as after an event overrun); the external one
+ * by a RESYNC request to the peer.  A repair that meets the limit again
+ * opens the gap again, and the next one waits REPAIR_SPACING_MS.
+ */
+static void on_repair_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct cache *c = arg;
+
+	(void)loop;
+	if (repair_due(c, &c->local_gap, c->internal) && !c->dump && !c->purging) {
+		repair_started(c, &c->local_gap);
+		cache_start_load(c, c->poll_timer ? LOAD_POLL : LOAD_RESYNC);
+	}
+	if (repair_due(c, &c->remote_gap, c->external) && c->listener.want_resync) {
+		repair_started(c, &c->remote_gap);
+		c->listener.want_resync(c->listener.arg);
+	}
+	if (c->local_gap.open || c->remote_gap.open)
+		loop_timer_arm(timer, REPAIR_CHECK_MS);
 }
 
 static uint32_t ct_next(void *t, uint32_t *cursor) { return flow_table_next(t, cursor); }
@@ -206,7 +304,8 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
 	c->mirroring = cfg->sync.hot_standby;
 	if (err == 0) {
 		c->purge_timer = loop_timer_new(loop, cache_on_purge_timer, c);
-		if (!c->purge_timer)
+		c->repair_timer = loop_timer_new(loop, on_repair_timer, c);
+		if (!c->purge_timer || !c->repair_timer)
 			err = -ENOMEM;
 	}
 	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_ALARM &&
@@ -352,6 +451,7 @@ void cache_free(struct cache *c)
 	if (c->events)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
+	loop_timer_free(c->repair_timer);
 	loop_timer_free(c->expiry.timer);
 	loop_timer_free(c->x.expiry.timer);
 	loop_timer_free(c->poll_timer);

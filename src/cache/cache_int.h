@@ -69,6 +69,21 @@ struct cache_expiry {
 	struct cache *cache;
 };
 
+/*
+ * A table that refused states (HashLimit, memory) is incomplete until a
+ * repair brings them back: a re-read of the kernel for the internal cache,
+ * a RESYNC request to the peer for the external one.
+ */
+struct cache_gap {
+	bool open;                        /* states were refused since the last repair */
+	uint64_t refused;                 /* states refused, ever */
+	uint64_t refused_unlogged;
+	int last_error;                   /* -ENOSPC or -ENOMEM */
+	uint64_t logged_ms;               /* the last log line about it */
+	uint64_t repaired_ms;             /* the last repair started */
+	uint64_t repairs;
+};
+
 enum load_kind {
 	LOAD_STARTUP,     /* fill the internal cache, tell nobody */
 	LOAD_REDUMP,      /* -R: refresh from the kernel, tell nobody, sweep what vanished */
@@ -176,6 +191,11 @@ struct cache {
 	struct loop_timer *purge_timer;
 
 	struct cache_expiry expiry;       /* ALARM: the external conntrack cache */
+
+	/* states a table refused (HashLimit, memory): repaired once there is room (cache.c) */
+	struct cache_gap local_gap, remote_gap;
+	struct loop_timer *repair_timer;
+	uint64_t inject_errors_logged_ms;
 };
 
 static inline uint32_t cache_now_s(const struct cache *c)
@@ -209,6 +229,13 @@ static inline uint32_t cache_inject_timeout(uint32_t timeout)
 }
 /* Arm `e` over a table (ALARM).  0 or -ENOMEM. */
 int cache_expiry_start(struct cache_expiry *e, struct cache *c);
+/*
+ * `gap`'s table refused a state (`err`: -ENOSPC or -ENOMEM): count it, log
+ * it (at most every 10 s, naming the limit) and schedule the repair.
+ */
+void cache_gap_note(struct cache *c, struct cache_gap *gap, int err);
+/* A write into the kernel failed: log it with its errno, at most every 10 s. */
+void cache_log_write_error(struct cache *c, const char *what, int err);
 
 /* ---- local.c / local_exp.c: the internal caches ---- */
 /* Start a load of the kernel table (and, when it ends, of its expectations). */

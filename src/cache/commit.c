@@ -96,6 +96,38 @@ static void add_stats(struct kernel_write_stats *sum, const struct kernel_write_
 		sum->by_errno[i] += st->by_errno[i];
 }
 
+/*
+ * "; failures: No space left on device (ENOSPC 28) 5000" for the errnos
+ * of a commit's failures, the most frequent first, at most three; "" when
+ * none failed.  An existing state is no failure: it is updated in place.
+ */
+static void describe_failures(const struct kernel_write_stats *s, uint64_t not_updated, char *buf,
+			      size_t cap)
+{
+	uint32_t counts[KERNEL_ERRNO_MAX];
+	size_t len = 0;
+
+	memcpy(counts, s->by_errno, sizeof(counts));
+	counts[EEXIST] = 0;
+	buf[0] = '\0';
+	for (int shown = 0; shown < 3; shown++) {
+		int best = -1;
+
+		for (int i = 0; i < KERNEL_ERRNO_MAX; i++)
+			if (counts[i] && (best < 0 || counts[i] > counts[best]))
+				best = i;
+		if (best < 0)
+			break;
+		len += (size_t)snprintf(buf + len, len < cap ? cap - len : 0, "%s%s (errno %d): %u",
+					shown ? ", " : "; failures: ",
+					best ? strerror(best) : "other errors", best, counts[best]);
+		counts[best] = 0;
+	}
+	if (not_updated)
+		snprintf(buf + len, len < cap ? cap - len : 0, "%s%llu existing states not updated",
+			 len ? ", " : "; failures: ", (unsigned long long)not_updated);
+}
+
 static void commit_done(void *arg, const struct kernel_write_stats *st)
 {
 	struct cache *c = arg;
@@ -121,22 +153,25 @@ static void commit_done(void *arg, const struct kernel_write_stats *st)
 		uint64_t failed = s->failed - existed + (existed - c->commit_updated);
 		uint64_t written = s->ok + c->commit_updated;
 
-		char exp_line[160] = "";
+		char exp_line[160] = "", why[256];
 		uint64_t exp_failed = 0;
 
+		describe_failures(s, existed > c->commit_updated ? existed - c->commit_updated : 0, why,
+				  sizeof(why));
 		c->n.committed_ok += s->ok;
 		c->n.committed_updated += c->commit_updated;
 		c->n.committed_failed += failed;
-		log_notice("commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)",
+		log_msg(failed ? LOG_LEVEL_WARNING : LOG_LEVEL_NOTICE, "commit: %llu states written in %llu ms (%llu created, "
+			   "%llu updated in place, %llu failed)%s",
 			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
-			   (unsigned long long)c->commit_updated, (unsigned long long)failed);
+			   (unsigned long long)c->commit_updated, (unsigned long long)failed, why);
 		/* The expectations last: the kernel links each to its master, which must be in. */
 		if (cache_has_exps(c) && c->commit_expects)
 			exp_failed = commit_exps(c, exp_line, sizeof(exp_line));
 		cache_finish_all(&c->commit_waiters, failed || exp_failed ? CTL_STATUS_FAILED : CTL_STATUS_OK,
-			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)%s%s",
+			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)%s%s%s",
 			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
-			   (unsigned long long)c->commit_updated, (unsigned long long)failed,
+			   (unsigned long long)c->commit_updated, (unsigned long long)failed, why,
 			   exp_line[0] ? "\n" : "", exp_line);
 	}
 }

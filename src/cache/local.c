@@ -114,8 +114,10 @@ static uint32_t store_local(struct cache *c, enum kernel_event ev, const struct 
 	}
 	/* `in` has the key of `ff` (flow_merge_update() keeps it), so the hash holds. */
 	rc = flow_table_upsert_hashed(c->internal, in, hash, cache_now_s(c), &handle);
-	if (rc < 0)
-		return 0;   /* counted by the table (HashLimit, memory) */
+	if (rc < 0) {
+		cache_gap_note(c, &c->local_gap, rc);
+		return 0;
+	}
 	load_mark(c, handle, LOAD_SEEN);
 	if (!notify && (rc == FLOW_UPSERT_INSERTED || rc == FLOW_UPSERT_REVIVED) && c->listener.loaded)
 		c->listener.loaded(c->listener.arg, handle);

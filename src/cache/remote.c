@@ -52,6 +52,7 @@ static int store_remote(struct cache *c, uint8_t type, const struct flow_full *f
 		rc = flow_table_upsert(c->external, ff, cache_now_s(c), &handle);
 		if (rc < 0) {
 			c->n.remote_failed++;
+			cache_gap_note(c, &c->remote_gap, rc);
 			return rc;
 		}
 		if (type == WIRE_T_CT_NEW)
@@ -122,8 +123,11 @@ void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int
 				      ff_timeout(&c->scratch), cookie) == 0)
 			return;
 	}
-	if (!(op == KERNEL_OP_DELETE && err == ENOENT))
-		c->n.injected_failed++;
+	if (op == KERNEL_OP_DELETE && err == ENOENT)
+		return;         /* gone already: what a DEL wanted */
+	c->n.injected_failed++;
+	cache_log_write_error(c, c->mirroring ? "HotStandby: writing a received state into the kernel"
+					      : "writing a received state into the kernel", err);
 }
 
 void cache_flush_external(struct cache *c)
@@ -180,4 +184,5 @@ void cache_exp_write_error(struct cache *c, enum kernel_op op, int err)
 		return;         /* gone already: what a DEL wanted */
 	c->x.n.write_failed++;
 	c->x.last_errno = err;
+	cache_log_write_error(c, "writing an expectation into the kernel", err);
 }

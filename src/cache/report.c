@@ -95,7 +95,9 @@ enum control_result cache_answer_dump(struct control_request *req, void *arg)
 	return CONTROL_DONE;
 }
 
-static void cache_report_table(struct report *r, const char *name, const struct flow_table_stats *st)
+/* One table's section; `gap`: what it refused and its repairs (NULL: not tracked). */
+static void cache_report_table(struct report *r, const char *name, const struct flow_table_stats *st,
+			       const struct cache_gap *gap)
 {
 	report_begin(r, name);
 	report_u64(r, "active", st->active);
@@ -108,15 +110,22 @@ static void cache_report_table(struct report *r, const char *name, const struct 
 	report_u64(r, "limit_hits", st->enospc);
 	report_u64(r, "no_memory", st->enomem);
 	report_u64(r, "memory_bytes", st->memory);
+	if (gap) {
+		/* Incomplete: states were refused and their repair has not started yet. */
+		report_bool(r, "complete", !gap->open);
+		report_u64(r, "refused", gap->refused);
+		report_u64(r, "repairs", gap->repairs);
+	}
 	report_end(r);
 }
 
-static void report_table(struct report *r, const char *name, struct flow_table *t)
+static void report_table(struct report *r, const char *name, struct flow_table *t,
+			 const struct cache_gap *gap)
 {
 	struct flow_table_stats st;
 
 	flow_table_stats(t, &st);
-	cache_report_table(r, name, &st);
+	cache_report_table(r, name, &st, gap);
 }
 
 static void report_exps(struct cache *c, struct report *r)
@@ -124,9 +133,9 @@ static void report_exps(struct cache *c, struct report *r)
 	struct flow_table_stats st;
 
 	exp_table_stats(c->x.internal, &st);
-	cache_report_table(r, "internal_expectations", &st);
+	cache_report_table(r, "internal_expectations", &st, NULL);
 	exp_table_stats(c->x.external, &st);
-	cache_report_table(r, "external_expectations", &st);
+	cache_report_table(r, "external_expectations", &st, NULL);
 	report_begin(r, "expectations");
 	report_u64(r, "events_new", c->x.n.events_new);
 	report_u64(r, "events_destroy", c->x.n.events_destroy);
@@ -155,9 +164,9 @@ void cache_report(struct cache *c, struct report *r)
 	struct kernel_events_stats ev = { 0 };
 	struct kernel_write_stats wr;
 
-	report_table(r, "internal_cache", c->internal);
+	report_table(r, "internal_cache", c->internal, &c->local_gap);
 	if (c->cfg->role == CONFIG_ROLE_SYNC)
-		report_table(r, "external_cache", c->external);
+		report_table(r, "external_cache", c->external, &c->remote_gap);
 	if (cache_has_exps(c))
 		report_exps(c, r);
 	if (c->events)

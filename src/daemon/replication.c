@@ -218,6 +218,13 @@ static void on_exp_forget(void *arg, uint32_t xh)
 	ftfw_exp_forget(r->engine, xh);
 }
 
+static void on_want_resync(void *arg)
+{
+	struct replication *r = arg;
+
+	ftfw_request_resync(r->engine);
+}
+
 static void on_local_loaded(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
@@ -439,6 +446,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	};
 	struct cache_listener listener = {
 		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,
+		.want_resync = on_want_resync,
 	};
 	struct replication *r;
 	uint32_t salt = 0, seq;
