@@ -50,7 +50,7 @@
  * messages it sends, never their format: a 1.4.7 peer sees ordinary
  * messages, and its own behaviour is what doc/protocol.md §3 describes.
  * Every difference is numbered in doc/protocol.md §7.1 ("Deviation 1" to
- * "Deviation 22"); the code says "deviation N" where it does one.
+ * "Deviation 23"); the code says "deviation N" where it does one.
  *
  * ALARM (1.4.7's "persistent" mode, protocol.md §4).  No HELLO, ACK, NACK, ALIVE or
  * RESYNC is ever sent; every message is data with flags 0 and the next
@@ -139,10 +139,13 @@ struct ftfw_config {
 	 * queue (its acknowledgements are no longer waited for).  When it is
 	 * heard again it may have missed messages released meanwhile, so we
 	 * start a new sequence space with HELLO, which its owner takes for a
-	 * restart of ours (FTFW_PEER_RESTARTED: flush, resync).  Meant for
-	 * multicast groups, where a node that left would otherwise stall the
-	 * others.  0 = never: with one peer, unacknowledged states simply
-	 * wait for it.
+	 * restart of ours (FTFW_PEER_RESTARTED: flush, resync).  When every
+	 * peer is gone, nothing waits for them: dead flows leave the table at
+	 * once (their DELs are counted in dels_dropped), nothing is queued,
+	 * and the first peer back gets a new sequence space and our whole
+	 * table, so a long outage costs neither memory nor work and still ends
+	 * with the peer holding exactly our table.  0 = never: unacknowledged
+	 * states wait for the peer however long it is away.
 	 */
 	uint32_t peer_timeout_ms;
 	/*
@@ -426,6 +429,7 @@ struct ftfw_stats {
 	uint64_t seq_lost;                      /* sequence numbers skipped by gaps (counted exactly) */
 	uint64_t seq_before;                    /* old or duplicate messages dropped */
 	uint64_t peer_restarts;                 /* FTFW_PEER_RESTARTED */
+	uint64_t dels_dropped;                  /* DELs never sent or acknowledged: every peer was gone */
 	uint64_t soft_restarts;                 /* new sequence spaces of ours (ftfw.c) */
 	uint64_t malformed[WIRE_R_MAX];         /* by reason: splitter, header, payload */
 	uint64_t exp_ignored;                   /* expectations with no apply_exp */

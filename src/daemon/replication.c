@@ -331,6 +331,7 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "sequence_lost", st.seq_lost);
 	report_u64(rep, "sequence_before", st.seq_before);
 	report_u64(rep, "peer_restarts", st.peer_restarts);
+	report_u64(rep, "dels_dropped_peer_gone", st.dels_dropped);
 	if (r->cfg->sync.mode == CONFIG_MODE_ALARM) {
 		report_u64(rep, "refreshes", st.refreshes);
 		report_u64(rep, "flagged_ignored", st.flagged_ignored);
@@ -470,8 +471,12 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	/* ALARM's refresh intervals: the engine's PRNG, seeded here (sync.h). */
 	if (getrandom(&fc.random_seed, sizeof(fc.random_seed), GRND_NONBLOCK) != sizeof(fc.random_seed))
 		fc.random_seed = ((uint64_t)salt << 32) ^ (uint64_t)time(NULL);
-	if (cfg->sync.links[0].kind == CONFIG_LINK_MCAST)
-		fc.peer_timeout_ms = 30000;
+	/*
+	 * A peer silent for 30 s (30 missed ALIVEs) is gone: nothing waits for
+	 * it, dead entries do not pile up waiting for its ACKs, and when it
+	 * returns it is brought to exactly our table.
+	 */
+	fc.peer_timeout_ms = 30000;
 	err = link_group_open(&r->links, loop, &lp);
 	if (err < 0) {
 		log_error("cannot open the sync links: %s", strerror(-err));

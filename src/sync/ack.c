@@ -153,13 +153,51 @@ void ftfw_requeue_inflight(struct ftfw *e)
 		e->resync = RESYNC_PENDING;
 }
 
+/*
+ * Every peer we waited for is gone (silent past peer_timeout_ms): nobody
+ * will acknowledge anything, and a peer that returns is brought to our
+ * whole table anyway (a soft restart makes it flush what it had of us and
+ * ask for our table, and we send it unasked).  So a dead flow leaves the
+ * table now instead of waiting for an ACK that cannot come, and nothing is
+ * queued until a peer is back: a long outage costs neither memory nor work.
+ */
+static void nobody_listens(struct ftfw *e)
+{
+	e->nobody = true;
+	e->released = true;             /* the returning peer must see a new space */
+	e->bulk = e->bulk_again = e->bulk_waiting = false;
+	if (e->resync == RESYNC_INFLIGHT)
+		e->resync = RESYNC_PENDING;
+	for (int q = Q_TX; q < Q_COUNT; q++)
+		while (e->q[q].head)
+			ftfw_forget_for_nobody(e, e->q[q].head);
+}
+
+void ftfw_forget_for_nobody(struct ftfw *e, uint32_t h)
+{
+	struct ftfw_link *l = ftfw_link_of(e, h);
+
+	ftfw_q_unlink(e, h, l);
+	l->life_acked = 0;              /* the returning peer may hold any life of it */
+	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD) {
+		e->st.dels_dropped++;
+		e->ops.dead_acked(e->arg, h);
+	}
+}
+
 void ftfw_members_changed(struct ftfw *e, uint16_t members)
 {
 	bool gone = (e->members & ~members) != 0;
 
 	e->members = members;
+	if (members)
+		e->nobody = false;
 	if (!gone || e->notrack)
 		return;
+	if (!members) {
+		nobody_listens(e);
+		return;
+	}
 	/* A peer left the set we wait for: what only it had not acknowledged is done. */
 	for (uint32_t h = e->q[Q_RS].head, next; h; h = next) {
 		struct ftfw_link *l = ftfw_link_of(e, h);

@@ -200,6 +200,11 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h)
 	/* A life that may follow this death starts with CT_NEW (flow_type()). */
 	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 		l->life_acked = 0;
+	if (e->nobody && !e->alarm) {
+		/* Every peer is gone: it gets our whole table when it returns (ack.c). */
+		ftfw_forget_for_nobody(e, h);
+		return 0;
+	}
 	switch (l->queue) {
 	case Q_TX:
 	case Q_RETX:
@@ -577,6 +582,8 @@ void ftfw_bulk(struct ftfw *e)
 {
 	if (e->alarm)
 		return;         /* protocol.md §4: the refresh timers do it */
+	if (e->nobody)
+		return;         /* every peer is gone; the one that returns gets the table (rx.c) */
 	e->bulk_waiting = false;
 	bulk_start(e);
 }
@@ -593,7 +600,7 @@ void ftfw_bulk(struct ftfw *e)
  */
 void ftfw_bulk_for_peer(struct ftfw *e)
 {
-	if (e->alarm)
+	if (e->alarm || e->nobody)
 		return;
 	if (e->bulk_last_request && e->now - e->bulk_last_request < BULK_QUIET_MS)
 		e->bulk_spacing = e->bulk_spacing * 2 > BULK_SPACING_MAX_MS ? BULK_SPACING_MAX_MS

@@ -125,6 +125,7 @@ struct ftfw {
 	uint16_t hello_done;            /* bit n: peer n answered with HELLO_BACK */
 	uint16_t members;               /* peers whose ACKs we wait for: known and not lost */
 	bool released;                  /* a message of ours left the resend queue */
+	bool nobody;                    /* every peer we waited for is gone (ack.c) */
 
 	struct ftfw_list q[Q_COUNT];    /* q[Q_NONE] unused */
 	/* In flight, by sequence number: ring[seq & ring_mask] = handle (see queue.c). */
@@ -228,8 +229,13 @@ void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
 void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to);
 /* A peer restarted: what it had not acknowledged is queued again (protocol.md §3.6, deviation 6). */
 void ftfw_requeue_inflight(struct ftfw *e);
-/* The set of peers we wait for changed: release what is now fully acknowledged. */
+/*
+ * The set of peers we wait for changed: release what is now fully
+ * acknowledged; when the last one is gone, empty the queues (nobody).
+ */
 void ftfw_members_changed(struct ftfw *e, uint16_t members);
+/* While nobody listens: take `h` out of its queue; a dead one leaves the table. */
+void ftfw_forget_for_nobody(struct ftfw *e, uint32_t h);
 /* Start over as if we had restarted, keeping our table (see ack.c). */
 void ftfw_soft_restart(struct ftfw *e);
 /* Resend what is overdue now that later messages were acknowledged (deviation 2). */

@@ -142,12 +142,20 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		if (e->cfg.mode == FTFW_MODE_FTFW && !e->cfg.no_bulk_on_new)
 			ftfw_bulk_for_peer(e);
 	} else if (p->lost) {
+		bool was_nobody = e->nobody;
+
 		/* It may have missed messages released while it was not waited for. */
 		p->lost = false;
 		ftfw_members_changed(e, e->members | bit);
 		if (e->released)
 			ftfw_soft_restart(e);
 		event(e, peer, FTFW_PEER_BACK);
+		/*
+		 * Nothing was queued while every peer was gone (ack.c): it gets
+		 * our whole table, unasked, as a 1.4.7 peer does not ask.
+		 */
+		if (was_nobody && e->cfg.mode == FTFW_MODE_FTFW)
+			ftfw_bulk_for_peer(e);
 	}
 }
 

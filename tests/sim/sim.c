@@ -169,6 +169,19 @@ static void draw_scenario(struct rng *r, uint64_t seed, enum sim_mode mode, stru
 	 */
 	sc->cfg.resend_queue_size = rng_chance(r, 0.3) ? rng_range(r, 4, 64) : 0;
 	sc->cfg.ack_window = rng_chance(r, 0.3) ? rng_range(r, 1, 40) : 0;
+	/*
+	 * Every third seed declares a peer gone after 1-4 s of silence (the
+	 * daemon: 30 s), so that partitions (up to 8 s) and restarts outlast
+	 * it: dead flows are dropped, nothing is queued, and the peer that
+	 * returns must still end with exactly our table.  Not drawn from `r`,
+	 * so the other seeds' worlds stay as they were.  Not with the 1.4.7
+	 * model, which never flushes what it has of a restarted peer; and not
+	 * in three-node groups yet, where a member declared gone and back
+	 * does not always let the group reach quiescence (seeds 396, 444,
+	 * 660, 936, 1020, 1572, 1992, 3000 of 1-3000 with the same timeouts).
+	 */
+	if (mode == MODE_FTFW && seed % 3 == 0 && sc->nodes == 2)
+		sc->cfg.peer_timeout_ms = 1000 + (uint32_t)(seed * 7919 % 3000);
 	if (alarm) {
 		sc->cfg.mode = FTFW_MODE_ALARM;
 		sc->cfg.refresh_time_s = rng_range(r, 2, 10);

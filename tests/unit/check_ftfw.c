@@ -1933,6 +1933,54 @@ START_TEST(silent_peer_is_lost_and_bulk_sent_when_back)
 END_TEST
 
 /*
+ * The only peer is gone: dead flows leave the table without waiting for
+ * an ACK that cannot come, changes are not queued, and the peer that
+ * returns gets a new sequence space and our whole table, deletions
+ * included (its owner flushes on our restart).
+ */
+START_TEST(when_every_peer_is_gone_nothing_waits_for_it)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t hs[10];
+	size_t d;
+
+	c.peer_timeout_ms = 5000;
+	h_setup_cfg(&c, 1000);
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	for (uint32_t i = 0; i < 10; i++)
+		hs[i] = put_flow(i, i);
+	h_send();
+	/* The peer falls silent; we keep deleting and changing flows. */
+	for (uint32_t i = 0; i < 4; i++)
+		kill_flow(hs[i]);
+	h_send();
+	h_advance(6000);
+	EXPECT_EQ("lost event", FTFW_PEER_LOST, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("nothing in flight", 0, stats().inflight);
+	EXPECT_EQ("the four dead flows left the table", 6, flow_table_count(H.t));
+	EXPECT_EQ("their DELs counted as dropped", 4, stats().dels_dropped);
+	for (uint32_t i = 4; i < 8; i++)
+		kill_flow(hs[i]);
+	put_flow(20, 20);
+	EXPECT_EQ("dead at once while nobody listens", 3, flow_table_count(H.t));
+	EXPECT_EQ("nothing queued", 0, stats().txq_len + stats().retxq_len);
+	REQUIRE(ftfw_idle(H.e), "not idle while nobody listens");
+	d = H.nout;
+	h_advance(5000);
+	EXPECT_EQ("no data sent into the void", 0, count_kind(d, WIRE_K_DATA));
+	/* The peer returns: a new space, HELLO, and our whole table unasked. */
+	feed_ctl(WIRE_F_ALIVE, 101, 0, 0);
+	EXPECT_EQ("back event", FTFW_PEER_BACK, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("soft restarts", 1, stats().soft_restarts);
+	feed_ctl(WIRE_F_ALIVE | WIRE_F_HELLO_BACK, 102, 0, 0);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("our three live flows go to the returning peer", 3, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+/*
  * A peer heard for the first time gets our table unasked in FTFW, unless
  * no_bulk_on_new; NOTRACK sends no bulk of its own.
  * Only the first message does it, and no peer is reset.
@@ -2663,6 +2711,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(multi, each_peer_has_its_own_sequence_space);
 	tcase_add_test(multi, silent_peer_is_lost_and_bulk_sent_when_back);
 	tcase_add_test(multi, first_heard_peer_gets_a_bulk_unless_disabled);
+	tcase_add_test(multi, when_every_peer_is_gone_nothing_waits_for_it);
 	tcase_add_test(multi, late_peer_makes_us_start_a_new_sequence_space);
 	tcase_add_test(hello, acks_count_only_after_hello_back);
 	tcase_add_test(hello, dropped_hello_is_not_answered);
