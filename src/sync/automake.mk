@@ -6,6 +6,7 @@ libctsyncd_a_SOURCES += \
 	src/sync/rx.c \
 	src/sync/ftfw.c \
 	src/sync/ack.c \
+	src/sync/bulk.c \
 	src/sync/alarm.c
 
 check_PROGRAMS += tests/unit/check_ftfw

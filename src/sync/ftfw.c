@@ -1,6 +1,7 @@
 /*
  * ftfw.c - the sender side of FTFW (and NOTRACK): queues to the wire,
- * the timers, bulk sends, statistics (ACK and NACK of our messages: ack.c).
+ * the timers, statistics (ACK and NACK of our messages: ack.c; bulk
+ * walks: bulk.c).
  *
  * Section numbers refer to doc/protocol.md.
  * Where we differ from 1.4.7 on purpose, the comment says so and why the
@@ -12,22 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A bulk walk visits at most this many entries per refill of the tx queue. */
-#define BULK_VISIT_MAX  4096u
-/* ...and stops a refill once it queued this many flows. */
-#define BULK_QUEUE_MAX  256u
-/* The longest a RESYNC request or a bulk send waits for the end of our HELLO (hello_holds()). */
+/* The longest a RESYNC request or a bulk send waits for the end of our HELLO (ftfw_hello_holds()). */
 #define HELLO_HOLD_MS   5000u
-/*
- * The spacing of the bulk walks that peers cause (ftfw_bulk_for_peer()):
- * after one ends, the next waits BULK_SPACING_MIN_MS, doubled for each
- * further request within BULK_QUIET_MS of the one before, up to
- * BULK_SPACING_MAX_MS.
- */
-#define BULK_SPACING_MIN_MS     1000u
-#define BULK_SPACING_MAX_MS     16000u
-#define BULK_QUIET_MS           30000u
-
 static uint8_t hello_flags(struct ftfw *e)
 {
 	uint8_t f = 0;
@@ -426,77 +413,9 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
  * than HELLO_HOLD_MS after a peer was first heard: one that never
  * answers must not hold them for ever.  With no peer known they wait.
  */
-static bool hello_holds(const struct ftfw *e)
+bool ftfw_hello_holds(const struct ftfw *e)
 {
 	return e->hello_phase && (!e->members || e->now < e->hello_since + HELLO_HOLD_MS);
-}
-
-static bool bulk_may_run(const struct ftfw *e)
-{
-	return e->bulk && !hello_holds(e);
-}
-
-static void bulk_start(struct ftfw *e)
-{
-	e->bulk = true;
-	e->bulk_exp = false;
-	e->bulk_cursor = 0;
-	e->st.bulk_walks++;
-}
-
-/* A walk is over: the one a request made during it is due at once, any later one after the spacing. */
-static void bulk_walk_ended(struct ftfw *e)
-{
-	e->bulk = false;
-	e->bulk_exp = false;
-	e->bulk_not_before = e->now + e->bulk_spacing;
-	if (e->bulk_again) {
-		e->bulk_again = false;
-		bulk_start(e);
-	}
-}
-
-/* Queue the next slice of the bulk walk; false once the walk is over. */
-static bool bulk_refill(struct ftfw *e)
-{
-	unsigned visited = 0, queued = 0;
-	uint32_t h;
-
-	while (visited < BULK_VISIT_MAX && queued < BULK_QUEUE_MAX) {
-		struct ftfw_link *l;
-
-		if (!e->bulk_exp) {
-			h = flow_table_next(e->t, &e->bulk_cursor);
-			if (!h && e->xt) {
-				/* The flows first: an expectation's master must be there before it. */
-				e->bulk_exp = true;
-				e->bulk_cursor = 0;
-				continue;
-			}
-		} else {
-			h = exp_table_next(e->xt, &e->bulk_cursor);
-			if (h)
-				h |= FTFW_EXP_HANDLE;
-		}
-		if (!h) {
-			bulk_walk_ended(e);
-			return queued > 0 || e->bulk;
-		}
-		visited++;
-		/* Dead flows are in a queue until their DEL is acknowledged anyway. */
-		if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
-			continue;
-		l = ftfw_link_of(e, h);
-		if (l->queue == Q_TX || l->queue == Q_RETX)
-			continue;
-		/*
-		 * In flight: sent again, as protocol.md §3.2's enqueue does.  The requester
-		 * may have flushed its copy after receiving it and before asking.
-		 */
-		ftfw_q_move(e, Q_TX, h, l);
-		queued++;
-	}
-	return true;
 }
 
 size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
@@ -505,7 +424,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 	bool stalled = false;
 
 	e->now = max_u64(e->now, now);
-	if (e->resync == RESYNC_PENDING && !hello_holds(e) && left >= WIRE_CTL_RANGE_LEN) {
+	if (e->resync == RESYNC_PENDING && !ftfw_hello_holds(e) && left >= WIRE_CTL_RANGE_LEN) {
 		/* protocol.md §2.2: a RESYNC request has from = to = 0. */
 		e->resync_seq = e->seq;
 		e->resync_sent = now;
@@ -519,13 +438,13 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 		enum tx_result r;
 
 		if (!window_open(e)) {
-			stalled = e->q[Q_RETX].len || e->q[Q_TX].len || bulk_may_run(e);
+			stalled = e->q[Q_RETX].len || e->q[Q_TX].len || ftfw_bulk_may_run(e);
 			break;
 		}
 		/* Retransmissions first: they are the oldest news the peer lacks. */
 		q = e->q[Q_RETX].head ? &e->q[Q_RETX] : &e->q[Q_TX];
 		if (!q->head) {
-			if (!bulk_may_run(e) || !bulk_refill(e))
+			if (!ftfw_bulk_may_run(e) || !ftfw_bulk_refill(e))
 				break;
 			continue;
 		}
@@ -551,9 +470,9 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 
 bool ftfw_send_ready(const struct ftfw *e)
 {
-	if (e->resync == RESYNC_PENDING && !hello_holds(e))
+	if (e->resync == RESYNC_PENDING && !ftfw_hello_holds(e))
 		return true;
-	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !bulk_may_run(e))
+	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !ftfw_bulk_may_run(e))
 		return false;
 	return window_open(e);
 }
@@ -576,55 +495,6 @@ void ftfw_request_resync(struct ftfw *e)
 	if (e->alarm)
 		return;         /* protocol.md §4: no RESYNC in ALARM */
 	e->resync = RESYNC_PENDING;
-}
-
-void ftfw_bulk(struct ftfw *e)
-{
-	if (e->alarm)
-		return;         /* protocol.md §4: the refresh timers do it */
-	if (e->nobody)
-		return;         /* every peer is gone; the one that returns gets the table (rx.c) */
-	e->bulk_waiting = false;
-	bulk_start(e);
-}
-
-/*
- * Deviation 21.  A walk that a peer causes (its RESYNC request, its
- * restart, its first message) sends the whole table for one 16-byte
- * message, so peers get at most one walk at a time, spaced: a request during a walk makes it run
- * once more from the start when it ends (what it sent before the request
- * may have gone to the process that asked before it restarted), however
- * many come; one soon after a walk ended waits for the spacing, which
- * doubles while requests keep coming.  Whatever the peer sends, the table
- * goes out at most twice per spacing.
- */
-void ftfw_bulk_for_peer(struct ftfw *e)
-{
-	if (e->alarm || e->nobody)
-		return;
-	if (e->bulk_last_request && e->now - e->bulk_last_request < BULK_QUIET_MS)
-		e->bulk_spacing = e->bulk_spacing * 2 > BULK_SPACING_MAX_MS ? BULK_SPACING_MAX_MS
-									 : e->bulk_spacing * 2;
-	else
-		e->bulk_spacing = BULK_SPACING_MIN_MS;
-	e->bulk_last_request = e->now ? e->now : 1;
-	if (e->bulk) {
-		/* A walk that has not begun yet covers the request as it is. */
-		bool begun = e->bulk_cursor != 0 || e->bulk_exp;
-
-		e->st.bulk_coalesced += e->bulk_again || !begun;
-		e->bulk_again |= begun;
-		return;
-	}
-	if (e->bulk_waiting) {
-		e->st.bulk_coalesced++;
-		return;
-	}
-	if (e->now < e->bulk_not_before) {
-		e->bulk_waiting = true;
-		return;
-	}
-	bulk_start(e);
 }
 
 /* ---- timers -------------------------------------------------------------------------- */
@@ -692,10 +562,7 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	ftfw_fast_retransmit(e, now);
 	if (now >= rto_deadline(e))
 		rto_round(e, now);
-	if (e->bulk_waiting && now >= e->bulk_not_before) {
-		e->bulk_waiting = false;
-		bulk_start(e);
-	}
+	ftfw_bulk_tick(e, now);
 	if (e->alarm) {
 		ftfw_alarm_tick(e, now);        /* protocol.md §4: refreshes, and never an ALIVE */
 		return;

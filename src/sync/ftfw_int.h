@@ -5,6 +5,7 @@
  * rx.c      the receiver: per-peer sequence tracking, ACK window, NACK, HELLO
  * ftfw.c    creation, transmission, timers, bulk, stats
  * ack.c     ACK/NACK of our messages, release, fast retransmit, requeue
+ * bulk.c    walks of the whole table: -B, and what peers cause (coalesced, spaced)
  * alarm.c   ALARM's refresh timers (a wheel through the same links) and its receiver
  */
 #ifndef CTSYNCD_SYNC_FTFW_INT_H
@@ -221,8 +222,21 @@ int ftfw_ring_alloc(struct ftfw *e, uint32_t slots);
 /* ---- ftfw.c ---- */
 /* Encode and emit a control message (ACK/NACK/RESYNC with a range, else ALIVE). */
 void ftfw_emit_ctl(struct ftfw *e, uint8_t flags, uint32_t from, uint32_t to, uint64_t now);
-/* A bulk walk a peer asked for or caused: coalesced and spaced (see ftfw.c). */
+/*
+ * Deviation 18: a RESYNC request and a bulk walk wait for the end of our
+ * HELLO handshake, at most HELLO_HOLD_MS after a peer was first heard.
+ */
+bool ftfw_hello_holds(const struct ftfw *e);
+
+/* ---- bulk.c ---- */
+/* A bulk walk a peer asked for or caused: coalesced and spaced (deviation 21). */
 void ftfw_bulk_for_peer(struct ftfw *e);
+/* A walk is due and may run now (not held by our HELLO). */
+bool ftfw_bulk_may_run(const struct ftfw *e);
+/* Queue the next slice of the walk; false once the walk is over. */
+bool ftfw_bulk_refill(struct ftfw *e);
+/* Start a walk that waited for the spacing, when it is due. */
+void ftfw_bulk_tick(struct ftfw *e, uint64_t now);
 
 /* ---- ack.c ---- */
 void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
