@@ -6,6 +6,10 @@
  * once (CONTROL_DONE) or keeps the request (CONTROL_PENDING) and finishes
  * it later with control_request_finish(), while the loop keeps serving:
  * that is how `-c` waits for the end of a commit.
+ *
+ * The socket is the operator's alone (DESIGN.md, "Trust"): it is created
+ * 0600 whatever the umask (0660 and of a group, when one is given), and
+ * every client's credentials are checked when it is accepted.
  */
 #ifndef CTSYNCD_CONTROL_SERVER_H
 #define CTSYNCD_CONTROL_SERVER_H
@@ -13,12 +17,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "control_proto.h"
 
 struct loop;
 struct control_server;
 struct control_request;
+
+/* No group: the socket is 0600 and only root and the daemon's own uid may use it. */
+#define CONTROL_NO_GROUP ((gid_t)-1)
 
 enum control_result {
 	CONTROL_DONE,     /* the reply is complete; the server sends it and closes */
@@ -35,16 +43,25 @@ struct control_server_stats {
 	uint64_t write_errors;    /* client went away before its answer */
 	uint64_t pending;         /* requests currently kept by handlers */
 	uint64_t refused;         /* connections over the concurrency limit */
+	uint64_t refused_credentials; /* peers that are not root, our uid or in the group */
 };
 
 /*
  * Bind and listen on `path`.  A leftover socket file that nobody listens
  * on (a crashed daemon's) is replaced; one with a live listener makes this
  * fail with -EADDRINUSE; a path that exists and is not a socket fails with
- * -EEXIST (never deleted).  Returns 0 or -errno.
+ * -EEXIST (never deleted).
+ *
+ * The socket file is created under a umask that leaves it 0600 (no moment
+ * where it is wider), then given its final mode: 0600, or with `group`
+ * (not CONTROL_NO_GROUP) that group and mode 0660.  Accepted clients must
+ * be root, the daemon's effective uid, or with `group` have it as their
+ * primary or a supplementary group; any other is closed at once, counted
+ * (refused_credentials) and logged at most once per 10 s.
+ * Returns 0 or -errno.
  */
 int control_server_open(struct control_server **out, struct loop *loop, const char *path,
-			unsigned backlog);
+			unsigned backlog, gid_t group);
 
 /*
  * Fail every pending request ("daemon is exiting"), flush what can be

@@ -4,11 +4,16 @@
  * Every connection carries one request: a 4-byte native-endian code, then
  * the reply text, then close (conntrackd's protocol).  Replies are buffered
  * and written without blocking, so a slow or stuck client never stalls the
- * loop; a client that sends nothing is dropped after a timeout.
+ * loop; a client that sends nothing is dropped after a timeout.  Only the
+ * operator may connect: the socket is 0600 (0660 with a group) from the
+ * moment it exists, and each client's credentials are checked at accept.
  */
 #include "control_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +23,19 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loop.h"
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59          /* Linux 4.13 */
+#endif
 
 #define READ_TIMEOUT_MS   5000u
 #define WRITE_TIMEOUT_MS  30000u
 #define MAX_CONNECTIONS   64u
 #define ACCEPTS_PER_WAKE  16
+/* At most one log line about refused peers per this interval. */
+#define REFUSAL_LOG_INTERVAL_MS 10000u
 
 enum request_state {
 	REQ_READING,
@@ -52,13 +64,26 @@ struct handler {
 	void *arg;
 };
 
+/* Refused peers since the last log line, and who was the last one. */
+struct refusals {
+	uint64_t unlogged;
+	uid_t uid;
+	pid_t pid;
+	bool logged_once;
+	uint64_t logged_ms;
+	struct loop_timer *timer;
+};
+
 struct control_server {
 	struct loop *loop;
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	uid_t euid;
+	gid_t group;              /* CONTROL_NO_GROUP or the group allowed in */
 	struct handler handlers[CTL_REQUEST_MAX];
 	struct control_request *requests;   /* every open connection */
 	unsigned nrequests;
+	struct refusals refusals;
 	struct control_server_stats stats;
 };
 
@@ -283,16 +308,106 @@ static void on_request_readable(struct loop *loop, int fd, unsigned events, void
 	request_dispatch(req);
 }
 
+/* ---- who may connect ----------------------------------------------------- */
+
+static bool peer_in_group(int fd, gid_t group)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool found = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		if (errno != ERANGE || len == 0 || len > NGROUPS_MAX * sizeof(gid_t))
+			return false;
+		groups = malloc(len);
+		if (!groups || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+			free(groups);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t) && !found; i++)
+		found = groups[i] == group;
+	if (groups != small)
+		free(groups);
+	return found;
+}
+
+/* Root, our own uid, or a member of the group: the credentials of connect() time. */
+static bool peer_allowed(const struct control_server *srv, int fd, struct ucred *cred)
+{
+	socklen_t len = sizeof(*cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0 || len != sizeof(*cred)) {
+		*cred = (struct ucred){ .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		return false;
+	}
+	if (cred->uid == 0 || cred->uid == srv->euid)
+		return true;
+	if (srv->group == CONTROL_NO_GROUP)
+		return false;
+	return cred->gid == srv->group || peer_in_group(fd, srv->group);
+}
+
+static void refusals_log(struct control_server *srv)
+{
+	struct refusals *r = &srv->refusals;
+	char who[96] = "root";
+
+	if (srv->euid != 0)
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), ", uid %u", (unsigned)srv->euid);
+	if (srv->group != CONTROL_NO_GROUP)
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), ", members of group %u",
+			 (unsigned)srv->group);
+	log_warning("control socket %s: refused %" PRIu64 " connection%s of users who may not "
+		    "control the daemon (the last: uid %d, pid %d); allowed: %s",
+		    srv->path, r->unlogged, r->unlogged == 1 ? "" : "s", (int)r->uid, (int)r->pid, who);
+	r->unlogged = 0;
+	r->logged_once = true;
+	r->logged_ms = loop_now_ms(srv->loop);
+}
+
+static void on_refusals_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct control_server *srv = arg;
+
+	if (srv->refusals.unlogged)
+		refusals_log(srv);
+}
+
+/* Count a refused peer; log at once, or at the end of the current quiet interval. */
+static void refusal_note(struct control_server *srv, const struct ucred *cred)
+{
+	struct refusals *r = &srv->refusals;
+	uint64_t now = loop_now_ms(srv->loop);
+
+	srv->stats.refused_credentials++;
+	r->unlogged++;
+	r->uid = cred->uid;
+	r->pid = cred->pid;
+	if (!r->logged_once || now - r->logged_ms >= REFUSAL_LOG_INTERVAL_MS)
+		refusals_log(srv);
+	else if (r->timer && !loop_timer_armed(r->timer))
+		loop_timer_arm(r->timer, r->logged_ms + REFUSAL_LOG_INTERVAL_MS - now);
+}
+
+/* ---- accepting ------------------------------------------------------------- */
+
 static void on_listen_readable(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct control_server *srv = arg;
 
 	for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
 		struct control_request *req;
+		struct ucred cred;
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0)
 			return;
+		if (!peer_allowed(srv, cfd, &cred)) {
+			close(cfd);
+			refusal_note(srv, &cred);
+			continue;
+		}
 		if (srv->nrequests >= MAX_CONNECTIONS) {
 			srv->stats.refused++;
 			close(cfd);
@@ -339,12 +454,42 @@ static int socket_is_live(const struct sockaddr_un *sun)
 	return live;
 }
 
+/* The socket file's final owner group and mode, never through a symbolic link. */
+static int socket_set_access(const char *path, gid_t group)
+{
+	mode_t mode = group == CONTROL_NO_GROUP ? 0600 : 0660;
+
+	/* The group first: at 0660 the file must already be the right group's. */
+	if (group != CONTROL_NO_GROUP &&
+	    fchownat(AT_FDCWD, path, (uid_t)-1, group, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	/*
+	 * Set the mode even when the umask gave it: a default ACL of the
+	 * directory replaces the umask, and chmod masks its entries again.
+	 */
+	if (fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	/* No lchmod (old kernel, no /proc): the file was bound by us an instant ago. */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) < 0)
+			return -errno;
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		return chmod(path, mode) < 0 ? -errno : 0;
+	}
+}
+
 int control_server_open(struct control_server **out, struct loop *loop, const char *path,
-			unsigned backlog)
+			unsigned backlog, gid_t group)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct control_server *srv;
 	struct stat st;
+	mode_t umask_before;
 	int err;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -367,29 +512,45 @@ int control_server_open(struct control_server **out, struct loop *loop, const ch
 	if (!srv)
 		return -ENOMEM;
 	srv->loop = loop;
+	srv->euid = geteuid();
+	srv->group = group;
 	memcpy(srv->path, path, strlen(path) + 1);
+	srv->refusals.timer = loop_timer_new(loop, on_refusals_timer, srv);
+	if (!srv->refusals.timer) {
+		free(srv);
+		return -ENOMEM;
+	}
 	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (srv->fd < 0) {
 		err = -errno;
-		free(srv);
-		return err;
+		goto fail;
 	}
-	if (bind(srv->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    listen(srv->fd, backlog ? (int)backlog : 100) < 0) {
+	/* The daemon is single-threaded: nothing else creates files meanwhile. */
+	umask_before = umask(0177);
+	err = bind(srv->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
+	umask(umask_before);
+	if (err < 0)
+		goto fail;
+	if ((err = socket_set_access(path, group)) < 0)
+		goto fail_bound;
+	if (listen(srv->fd, backlog ? (int)backlog : 100) < 0) {
 		err = -errno;
-		close(srv->fd);
-		free(srv);
-		return err;
+		goto fail_bound;
 	}
 	err = loop_watch(loop, srv->fd, LOOP_READ, on_listen_readable, srv);
-	if (err < 0) {
-		close(srv->fd);
-		unlink(path);
-		free(srv);
-		return err;
-	}
+	if (err < 0)
+		goto fail_bound;
 	*out = srv;
 	return 0;
+
+fail_bound:
+	unlink(path);
+fail:
+	if (srv->fd >= 0)
+		close(srv->fd);
+	loop_timer_free(srv->refusals.timer);
+	free(srv);
+	return err;
 }
 
 void control_server_close(struct control_server *srv)
@@ -409,6 +570,9 @@ void control_server_close(struct control_server *srv)
 			request_free(req);
 		}
 	}
+	if (srv->refusals.unlogged)
+		refusals_log(srv);
+	loop_timer_free(srv->refusals.timer);
 	loop_unwatch(srv->loop, srv->fd);
 	close(srv->fd);
 	unlink(srv->path);

@@ -152,7 +152,8 @@ static int open_control(struct daemon *d)
 			    d->cfg->path);
 		return 0;
 	}
-	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog);
+	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog,
+				  CONTROL_NO_GROUP);
 	switch (-err) {
 	case 0:
 		return requests_register(&d->requests, d->ctl);

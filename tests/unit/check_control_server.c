@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "control_server.h"
@@ -90,7 +92,7 @@ static struct control_server *open_server(void)
 {
 	struct control_server *srv = NULL;
 
-	ck_assert_int_eq(control_server_open(&srv, loop, path, 10), 0);
+	ck_assert_int_eq(control_server_open(&srv, loop, path, 10, CONTROL_NO_GROUP), 0);
 	ck_assert_int_eq(control_server_register(srv, CTL_STATS, answer_hello, NULL), 0);
 	ck_assert_int_eq(control_server_register(srv, CTL_COMMIT_ALL, answer_later, NULL), 0);
 	return srv;
@@ -218,7 +220,7 @@ START_TEST(live_socket_is_refused)
 {
 	struct control_server *srv = open_server(), *second = NULL;
 
-	ck_assert_int_eq(control_server_open(&second, loop, path, 10), -EADDRINUSE);
+	ck_assert_int_eq(control_server_open(&second, loop, path, 10, CONTROL_NO_GROUP), -EADDRINUSE);
 	control_server_close(srv);
 }
 END_TEST
@@ -231,7 +233,7 @@ START_TEST(non_socket_path_is_never_removed)
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(control_server_open(&srv, loop, path, 10), -EEXIST);
+	ck_assert_int_eq(control_server_open(&srv, loop, path, 10, CONTROL_NO_GROUP), -EEXIST);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert(S_ISREG(st.st_mode));
 }
@@ -264,6 +266,90 @@ START_TEST(register_rejects_codes_out_of_range)
 }
 END_TEST
 
+/* ---- who may connect ------------------------------------------------------- */
+
+START_TEST(socket_is_0600_whatever_the_umask)
+{
+	mode_t before = umask(0);
+	struct control_server *srv = open_server();
+	struct stat st;
+
+	umask(before);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_msg((st.st_mode & 07777) == 0600, "socket mode %04o under umask 0, expected 0600",
+		      (unsigned)(st.st_mode & 07777));
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(socket_with_a_group_is_0660_and_of_that_group)
+{
+	/* Root may give the file any group; anyone else one of their own. */
+	gid_t group = geteuid() == 0 ? 4242 : getegid();
+	mode_t before = umask(0);
+	struct control_server *srv = NULL;
+	struct stat st;
+
+	ck_assert_int_eq(control_server_open(&srv, loop, path, 10, group), 0);
+	umask(before);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_msg((st.st_mode & 07777) == 0660, "socket mode %04o, expected 0660",
+		      (unsigned)(st.st_mode & 07777));
+	ck_assert_uint_eq(st.st_gid, group);
+	control_server_close(srv);
+}
+END_TEST
+
+/*
+ * A client of another uid (root only can make one: a child that drops to
+ * uid 65534) is closed at once and counted, even on a socket that someone
+ * opened to everybody by hand.
+ */
+START_TEST(peer_of_another_uid_is_refused)
+{
+	struct control_server *srv;
+	pid_t child;
+	int status;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "peer_of_another_uid_is_refused: needs root to run a client as "
+			"uid 65534; checked by tests/integration/control.sh instead\n");
+		return;
+	}
+	srv = open_server();
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		uint32_t code = CTL_STATS;
+		char buf[64];
+		int fd;
+
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(2);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		strcpy(sun.sun_path, path);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+			_exit(3);
+		(void)send(fd, &code, sizeof(code), MSG_NOSIGNAL);
+		/* Refused: EOF (or a reset) without a byte of answer. */
+		_exit(recv(fd, buf, sizeof(buf), 0) <= 0 ? 0 : 4);
+	}
+	for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; i++)
+		loop_run_once(loop, 10);
+	ck_assert_int_eq(waitpid(child, &status, 0), -1);   /* already reaped above */
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the client of uid 65534 got an answer or could not connect (status %d)", status);
+	ck_assert_uint_eq(control_server_stats(srv)->refused_credentials, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->connections, 0);
+	ck_assert_uint_eq(control_server_stats(srv)->requests, 0);
+	control_server_close(srv);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
 	Suite *s = suite_create("control_server");
@@ -280,6 +366,9 @@ static Suite *server_suite(void)
 	tcase_add_test(tc, non_socket_path_is_never_removed);
 	tcase_add_test(tc, client_that_hangs_up_early_is_counted);
 	tcase_add_test(tc, register_rejects_codes_out_of_range);
+	tcase_add_test(tc, socket_is_0600_whatever_the_umask);
+	tcase_add_test(tc, socket_with_a_group_is_0660_and_of_that_group);
+	tcase_add_test(tc, peer_of_another_uid_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
