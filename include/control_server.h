@@ -9,7 +9,10 @@
  *
  * The socket is the operator's alone (DESIGN.md, "Trust"): it is created
  * 0600 whatever the umask (0660 and of a group, when one is given), and
- * every client's credentials are checked when it is accepted.
+ * every client's credentials are checked when it is accepted.  No client
+ * can stall the loop or hold what others need: a client has a short time
+ * to send its request, an idle one makes room for a new one when every
+ * slot is taken, and replies are written without blocking.
  */
 #ifndef CTSYNCD_CONTROL_SERVER_H
 #define CTSYNCD_CONTROL_SERVER_H
@@ -28,6 +31,13 @@ struct control_request;
 /* No group: the socket is 0600 and only root and the daemon's own uid may use it. */
 #define CONTROL_NO_GROUP ((gid_t)-1)
 
+/* Connections open at once (reading, handled, or being answered). */
+#define CONTROL_MAX_CONNECTIONS 128u
+/* A client that has not sent its request code after this long is dropped. */
+#define CONTROL_READ_TIMEOUT_MS 2000u
+/* A client that has not taken its whole reply after this long is dropped. */
+#define CONTROL_WRITE_TIMEOUT_MS 30000u
+
 enum control_result {
 	CONTROL_DONE,     /* the reply is complete; the server sends it and closes */
 	CONTROL_PENDING,  /* the handler keeps the request and will finish it */
@@ -42,8 +52,9 @@ struct control_server_stats {
 	uint64_t bad_requests;    /* closed before 4 bytes, or timed out */
 	uint64_t write_errors;    /* client went away before its answer */
 	uint64_t pending;         /* requests currently kept by handlers */
-	uint64_t refused;         /* connections over the concurrency limit */
+	uint64_t refused;         /* connections over the limit, with no idle one to make room */
 	uint64_t refused_credentials; /* peers that are not root, our uid or in the group */
+	uint64_t evicted_idle;    /* idle connections closed to make room for a new one */
 };
 
 /*

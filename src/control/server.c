@@ -4,7 +4,8 @@
  * Every connection carries one request: a 4-byte native-endian code, then
  * the reply text, then close (conntrackd's protocol).  Replies are buffered
  * and written without blocking, so a slow or stuck client never stalls the
- * loop; a client that sends nothing is dropped after a timeout.  Only the
+ * loop.  A client that sends nothing is dropped after a short timeout, or
+ * sooner when every slot is taken and a new client needs one.  Only the
  * operator may connect: the socket is 0600 (0660 with a group) from the
  * moment it exists, and each client's credentials are checked at accept.
  */
@@ -30,10 +31,7 @@
 #define SO_PEERGROUPS 59          /* Linux 4.13 */
 #endif
 
-#define READ_TIMEOUT_MS   5000u
-#define WRITE_TIMEOUT_MS  30000u
-#define MAX_CONNECTIONS   64u
-#define ACCEPTS_PER_WAKE  16
+#define ACCEPTS_PER_WAKE        16
 /* At most one log line about refused peers per this interval. */
 #define REFUSAL_LOG_INTERVAL_MS 10000u
 
@@ -48,6 +46,7 @@ struct control_request {
 	struct control_request *prev, *next;
 	int fd;
 	enum request_state state;
+	uint64_t seq;             /* order of acceptance: the lowest idle one is evicted first */
 	uint8_t in[4];
 	size_t inlen;
 	uint32_t raw_code;
@@ -83,6 +82,7 @@ struct control_server {
 	struct handler handlers[CTL_REQUEST_MAX];
 	struct control_request *requests;   /* every open connection */
 	unsigned nrequests;
+	uint64_t next_seq;
 	struct refusals refusals;
 	struct control_server_stats stats;
 };
@@ -242,7 +242,7 @@ static void request_start_writing(struct control_request *req)
 		request_free(req);
 		return;
 	}
-	loop_timer_arm(req->timer, WRITE_TIMEOUT_MS);
+	loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
 }
 
 void control_request_finish(struct control_request *req, enum ctl_status status)
@@ -392,6 +392,21 @@ static void refusal_note(struct control_server *srv, const struct ucred *cred)
 
 /* ---- accepting ------------------------------------------------------------- */
 
+/* Close the connection accepted first among those that have not sent their code. */
+static bool evict_idle(struct control_server *srv)
+{
+	struct control_request *oldest = NULL;
+
+	for (struct control_request *req = srv->requests; req; req = req->next)
+		if (req->state == REQ_READING && (!oldest || req->seq < oldest->seq))
+			oldest = req;
+	if (!oldest)
+		return false;
+	srv->stats.evicted_idle++;
+	request_free(oldest);
+	return true;
+}
+
 static void on_listen_readable(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct control_server *srv = arg;
@@ -408,7 +423,7 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 			refusal_note(srv, &cred);
 			continue;
 		}
-		if (srv->nrequests >= MAX_CONNECTIONS) {
+		if (srv->nrequests >= CONTROL_MAX_CONNECTIONS && !evict_idle(srv)) {
 			srv->stats.refused++;
 			close(cfd);
 			continue;
@@ -427,12 +442,15 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 		srv->stats.connections++;
 		req->srv = srv;
 		req->fd = cfd;
+		req->seq = srv->next_seq++;
 		req->next = srv->requests;
 		if (srv->requests)
 			srv->requests->prev = req;
 		srv->requests = req;
 		srv->nrequests++;
-		loop_timer_arm(req->timer, READ_TIMEOUT_MS);
+		loop_timer_arm(req->timer, CONTROL_READ_TIMEOUT_MS);
+		/* A client normally sends its code with connect: serve it before it can look idle. */
+		on_request_readable(loop, cfd, LOOP_READ, req);
 	}
 }
 

@@ -350,6 +350,77 @@ START_TEST(peer_of_another_uid_is_refused)
 }
 END_TEST
 
+/* ---- idle clients -------------------------------------------------------------- */
+
+static int client_connect_nonblock(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+
+	ck_assert_int_ge(fd, 0);
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+START_TEST(idle_clients_make_room_for_a_new_one)
+{
+	struct control_server *srv = open_server();
+	int idle[CONTROL_MAX_CONNECTIONS], fd;
+	char buf[256];
+
+	/* Fill every slot with a client that connects and sends nothing. */
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++) {
+		idle[i] = client_connect_nonblock();
+		loop_run_once(loop, 0);
+	}
+	for (int i = 0; i < 10 && control_server_stats(srv)->connections < CONTROL_MAX_CONNECTIONS; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_eq(control_server_stats(srv)->connections, CONTROL_MAX_CONNECTIONS);
+
+	fd = client_send(CTL_STATS);
+	client_collect(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "hello text 21\n");
+	ck_assert_uint_eq(control_server_stats(srv)->evicted_idle, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->refused, 0);
+	/* The one evicted is the one accepted first. */
+	ck_assert_int_eq(recv(idle[0], buf, sizeof(buf), 0), 0);
+	ck_assert_int_eq(recv(idle[1], buf, sizeof(buf), 0), -1);
+	ck_assert_int_eq(errno, EAGAIN);
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++)
+		close(idle[i]);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(without_idle_clients_a_new_one_is_refused)
+{
+	struct control_server *srv = open_server();
+	int busy[CONTROL_MAX_CONNECTIONS], fd;
+	char buf[256];
+
+	/* Every slot holds a request kept by its handler (a commit that waits). */
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++) {
+		busy[i] = client_send(CTL_COMMIT_ALL);
+		loop_run_once(loop, 0);
+	}
+	for (int i = 0; i < 10 && control_server_stats(srv)->pending < CONTROL_MAX_CONNECTIONS; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_eq(control_server_stats(srv)->pending, CONTROL_MAX_CONNECTIONS);
+	fd = client_send(CTL_STATS);
+	for (int i = 0; i < 10 && control_server_stats(srv)->refused == 0; i++)
+		loop_run_once(loop, 10);
+	/* Closed unread: EOF, or a reset since its request was never read. */
+	ck_assert_int_le(recv(fd, buf, sizeof(buf), 0), 0);
+	close(fd);
+	ck_assert_uint_eq(control_server_stats(srv)->refused, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->evicted_idle, 0);
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++)
+		close(busy[i]);
+	control_server_close(srv);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
 	Suite *s = suite_create("control_server");
@@ -369,6 +440,8 @@ static Suite *server_suite(void)
 	tcase_add_test(tc, socket_is_0600_whatever_the_umask);
 	tcase_add_test(tc, socket_with_a_group_is_0660_and_of_that_group);
 	tcase_add_test(tc, peer_of_another_uid_is_refused);
+	tcase_add_test(tc, idle_clients_make_room_for_a_new_one);
+	tcase_add_test(tc, without_idle_clients_a_new_one_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
