@@ -4,10 +4,11 @@
  * Every connection carries one request: a 4-byte native-endian code, then
  * the reply text, then close (conntrackd's protocol).  Replies are buffered
  * and written without blocking, so a slow or stuck client never stalls the
- * loop.  A client that sends nothing is dropped after a short timeout, or
- * sooner when every slot is taken and a new client needs one.  Only the
- * operator may connect: the socket is 0600 (0660 with a group) from the
- * moment it exists, and each client's credentials are checked at accept.
+ * loop; a long reply is produced in bounded parts as its client reads it.
+ * A client that sends nothing is dropped after a short timeout, or sooner
+ * when every slot is taken and a new client needs one.  Only the operator
+ * may connect: the socket is 0600 (0660 with a group) from the moment it
+ * exists, and each client's credentials are checked at accept.
  */
 #include "control_server.h"
 
@@ -32,6 +33,8 @@
 #endif
 
 #define ACCEPTS_PER_WAKE        16
+/* Fills per wake-up of one stream: a fast reader cannot keep the loop to itself. */
+#define STREAM_FILLS_PER_WAKE   4
 /* At most one log line about refused peers per this interval. */
 #define REFUSAL_LOG_INTERVAL_MS 10000u
 
@@ -55,6 +58,9 @@ struct control_request {
 	size_t outlen, outcap, outoff;
 	bool out_failed;          /* an append could not allocate */
 	bool kept;                /* its handler returned CONTROL_PENDING */
+	control_fill_fn fill;     /* a stream that is not complete yet */
+	control_release_fn release;
+	void *stream_arg;
 	struct loop_timer *timer;
 };
 
@@ -87,10 +93,21 @@ struct control_server {
 	struct control_server_stats stats;
 };
 
+static void stream_release(struct control_request *req)
+{
+	control_release_fn release = req->release;
+
+	req->fill = NULL;
+	req->release = NULL;
+	if (release)
+		release(req->stream_arg);
+}
+
 static void request_free(struct control_request *req)
 {
 	struct control_server *srv = req->srv;
 
+	stream_release(req);
 	if (req->kept && req->state == REQ_HANDLING)
 		srv->stats.pending--;
 	if (req->prev)
@@ -140,6 +157,25 @@ static bool out_reserve(struct control_request *req, size_t more)
 	return true;
 }
 
+/* A buffer of at least `cap` bytes, exactly that if it must grow. */
+static bool out_reserve_total(struct control_request *req, size_t cap)
+{
+	char *p;
+
+	if (req->out_failed)
+		return false;
+	if (cap <= req->outcap)
+		return true;
+	p = realloc(req->out, cap);
+	if (!p) {
+		req->out_failed = true;
+		return false;
+	}
+	req->out = p;
+	req->outcap = cap;
+	return true;
+}
+
 void control_request_write(struct control_request *req, const void *buf, size_t len)
 {
 	if (!out_reserve(req, len))
@@ -179,26 +215,95 @@ void control_request_set_status(struct control_request *req, enum ctl_status sta
 	req->status = status;
 }
 
-/* Returns true when the request is gone (written completely, or failed). */
+size_t control_request_room(const struct control_request *req)
+{
+	size_t buffered = req->outlen - req->outoff;
+
+	return buffered < CONTROL_STREAM_BUFFER ? CONTROL_STREAM_BUFFER - buffered : 0;
+}
+
+enum control_result control_request_stream(struct control_request *req, control_fill_fn fill,
+					   control_release_fn release, void *arg)
+{
+	req->fill = fill;
+	req->release = release;
+	req->stream_arg = arg;
+	return CONTROL_STREAM;
+}
+
+/*
+ * One fill of a stream, after moving what is still unsent to the front of
+ * the buffer (less than the low watermark: a short move).  Returns false
+ * when an append failed: the stream cannot go on.
+ */
+static bool stream_fill(struct control_request *req)
+{
+	bool done;
+
+	if (req->outoff) {
+		memmove(req->out, req->out + req->outoff, req->outlen - req->outoff);
+		req->outlen -= req->outoff;
+		req->outoff = 0;
+	}
+	done = req->fill(req, req->stream_arg);
+	if (req->out_failed)
+		return false;
+	if (done)
+		stream_release(req);
+	return true;
+}
+
+/*
+ * Send what is buffered, refilling a stream below its low watermark (a few
+ * times per call).  Returns true when the request is gone (written
+ * completely, or failed).
+ */
 static bool request_flush(struct control_request *req)
 {
-	while (req->outoff < req->outlen) {
-		ssize_t n = send(req->fd, req->out + req->outoff, req->outlen - req->outoff,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	struct control_server *srv = req->srv;
+	bool progress = false;
+	int fills = 0;
 
+	for (;;) {
+		ssize_t n;
+
+		if (req->fill && req->outlen - req->outoff < CONTROL_STREAM_LOW_WATER) {
+			if (fills == STREAM_FILLS_PER_WAKE) {
+				if (req->outoff == req->outlen)
+					break;      /* the socket is writable: the loop calls again */
+			} else {
+				fills++;
+				if (!stream_fill(req)) {
+					srv->stats.write_errors++;
+					request_free(req);
+					return true;
+				}
+			}
+		}
+		if (req->outoff == req->outlen) {
+			if (req->fill)
+				continue;
+			request_free(req);
+			return true;
+		}
+		n = send(req->fd, req->out + req->outoff, req->outlen - req->outoff,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				return false;
-			req->srv->stats.write_errors++;
+				break;
+			srv->stats.write_errors++;
 			request_free(req);
 			return true;
 		}
 		req->outoff += (size_t)n;
+		progress = true;
 	}
-	request_free(req);
-	return true;
+	/* The write timeout counts time without progress, not the length of the reply. */
+	if (progress)
+		loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
+	return false;
 }
 
 static void on_request_writable(struct loop *loop, int fd, unsigned events, void *arg)
@@ -209,22 +314,31 @@ static void on_request_writable(struct loop *loop, int fd, unsigned events, void
 static void request_start_writing(struct control_request *req)
 {
 	static const char oom[] = "ctsyncd: out of memory while building the answer\n";
+	size_t head = (req->raw_code & CTL_FLAG_STATUS) ? sizeof(struct ctl_status_header) : 0;
 
 	if (req->kept && req->state == REQ_HANDLING)
 		req->srv->stats.pending--;
 	req->state = REQ_WRITING;
 
+	/*
+	 * A stream's buffer is taken whole now, so that its fills do not
+	 * allocate: they stop at CONTROL_STREAM_BUFFER, the low watermark's
+	 * worth above it holds the record that crosses it.
+	 */
+	if (req->fill)
+		out_reserve_total(req, CONTROL_STREAM_BUFFER + CONTROL_STREAM_LOW_WATER);
 	if (req->out_failed) {
 		/* Replace whatever was built with a short, honest failure. */
+		stream_release(req);
 		req->out_failed = false;
-		req->outlen = (req->raw_code & CTL_FLAG_STATUS) ? sizeof(struct ctl_status_header) : 0;
+		req->outlen = head;
 		req->status = CTL_STATUS_FAILED;
 		if (req->outcap >= req->outlen + sizeof(oom) - 1) {
 			memcpy(req->out + req->outlen, oom, sizeof(oom) - 1);
 			req->outlen += sizeof(oom) - 1;
 		}
 	}
-	if (req->raw_code & CTL_FLAG_STATUS) {
+	if (head) {
 		struct ctl_status_header h = { .magic = CTL_STATUS_MAGIC, .status = req->status };
 
 		if (req->outcap < sizeof(h)) {
@@ -235,14 +349,13 @@ static void request_start_writing(struct control_request *req)
 		}
 		memcpy(req->out, &h, sizeof(h));
 	}
+	loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
 	if (request_flush(req))
 		return;
 	if (loop_watch(req->srv->loop, req->fd, LOOP_WRITE, on_request_writable, req) < 0) {
 		req->srv->stats.write_errors++;
 		request_free(req);
-		return;
 	}
-	loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
 }
 
 void control_request_finish(struct control_request *req, enum ctl_status status)
@@ -263,7 +376,7 @@ static void request_dispatch(struct control_request *req)
 	loop_timer_disarm(req->timer);
 
 	if (req->raw_code & CTL_FLAG_STATUS) {
-		/* Room for the status header, filled in when the answer is complete. */
+		/* Room for the status header, filled in when the answer is complete or streams. */
 		if (out_reserve(req, sizeof(struct ctl_status_header)))
 			req->outlen = sizeof(struct ctl_status_header);
 	}
@@ -278,11 +391,17 @@ static void request_dispatch(struct control_request *req)
 		control_request_finish(req, CTL_STATUS_UNKNOWN);
 		return;
 	}
-	if (h->fn(req, h->arg) == CONTROL_DONE) {
+	switch (h->fn(req, h->arg)) {
+	case CONTROL_STREAM:
+		srv->stats.streams++;
+		/* fall through */
+	case CONTROL_DONE:
 		request_start_writing(req);
-	} else {
+		break;
+	case CONTROL_PENDING:
 		req->kept = true;
 		srv->stats.pending++;
+		break;
 	}
 }
 

@@ -266,6 +266,7 @@ START_TEST(register_rejects_codes_out_of_range)
 }
 END_TEST
 
+
 /* ---- who may connect ------------------------------------------------------- */
 
 START_TEST(socket_is_0600_whatever_the_umask)
@@ -421,6 +422,178 @@ START_TEST(without_idle_clients_a_new_one_is_refused)
 }
 END_TEST
 
+/* ---- streamed replies -------------------------------------------------------------- */
+
+/*
+ * A stream of `total` bytes of a known pattern, appended in records of
+ * varying length (1..700 bytes) while there is room.
+ */
+struct pattern {
+	size_t total, made;
+	unsigned fills, releases;
+	size_t most_buffered;     /* the most that was waiting when fill was called */
+	bool endless;
+};
+
+static char pattern_byte(size_t i)
+{
+	return (char)('a' + (i * 7 + i / 251) % 26);
+}
+
+static bool pattern_fill(struct control_request *req, void *arg)
+{
+	struct pattern *p = arg;
+	size_t buffered = CONTROL_STREAM_BUFFER - control_request_room(req);
+	char rec[700];
+
+	p->fills++;
+	if (buffered > p->most_buffered)
+		p->most_buffered = buffered;
+	while (control_request_room(req) > 0) {
+		size_t len = 1 + (p->made * 31) % sizeof(rec);
+
+		if (!p->endless && len > p->total - p->made)
+			len = p->total - p->made;
+		for (size_t i = 0; i < len; i++)
+			rec[i] = pattern_byte(p->made + i);
+		control_request_write(req, rec, len);
+		p->made += len;
+		if (!p->endless && p->made == p->total)
+			return true;
+	}
+	return false;
+}
+
+static void pattern_release(void *arg)
+{
+	((struct pattern *)arg)->releases++;
+}
+
+static struct pattern stream_pattern;
+
+static enum control_result answer_stream(struct control_request *req, void *arg)
+{
+	control_request_printf(req, "head;");
+	return control_request_stream(req, pattern_fill, pattern_release, &stream_pattern);
+}
+
+static struct control_server *open_stream_server(size_t total, bool endless)
+{
+	struct control_server *srv = open_server();
+
+	stream_pattern = (struct pattern){ .total = total, .endless = endless };
+	ck_assert_int_eq(control_server_register(srv, CTL_DUMP_EXTERNAL_CT, answer_stream, NULL), 0);
+	return srv;
+}
+
+START_TEST(stream_delivers_exactly_what_fill_made)
+{
+	const size_t total = 3u << 20;   /* far more than a socket buffer holds */
+	struct control_server *srv = open_stream_server(total, false);
+	struct ctl_status_header h;
+	size_t cap = total + 4096, len = 0, eof = 0;
+	char *buf = malloc(cap);
+	int fd = client_send(CTL_DUMP_EXTERNAL_CT | CTL_FLAG_STATUS);
+
+	ck_assert_ptr_nonnull(buf);
+	/* A slow reader: small reads, with loop iterations between them. */
+	for (int i = 0; i < 200000 && !eof; i++) {
+		ssize_t n = recv(fd, buf + len, len + 8192 < cap ? 8192 : cap - len, 0);
+
+		if (n == 0)
+			eof = 1;
+		else if (n > 0)
+			len += (size_t)n;
+		else
+			loop_run_once(loop, 10);
+		if (i % 4 == 0)
+			loop_run_once(loop, 0);
+	}
+	close(fd);
+	ck_assert_msg(eof, "the stream did not end (%zu bytes received)", len);
+	ck_assert_uint_eq(len, sizeof(h) + 5 + total);
+	memcpy(&h, buf, sizeof(h));
+	ck_assert_uint_eq(h.magic, CTL_STATUS_MAGIC);
+	ck_assert_uint_eq(h.status, CTL_STATUS_OK);
+	ck_assert(memcmp(buf + sizeof(h), "head;", 5) == 0);
+	for (size_t i = 0; i < total; i++)
+		if (buf[sizeof(h) + 5 + i] != pattern_byte(i))
+			ck_abort_msg("byte %zu of the stream is '%c', expected '%c'", i,
+				     buf[sizeof(h) + 5 + i], pattern_byte(i));
+	ck_assert_uint_ge(stream_pattern.fills, total / CONTROL_STREAM_BUFFER);
+	ck_assert_msg(stream_pattern.most_buffered < CONTROL_STREAM_LOW_WATER,
+		      "fill was called with %zu bytes waiting, expected < %u",
+		      stream_pattern.most_buffered, CONTROL_STREAM_LOW_WATER);
+	ck_assert_uint_eq(stream_pattern.releases, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->streams, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->write_errors, 0);
+	free(buf);
+	control_server_close(srv);
+	ck_assert_uint_eq(stream_pattern.releases, 1);
+}
+END_TEST
+
+START_TEST(stream_to_a_client_that_never_reads_does_not_stall_the_loop)
+{
+	struct control_server *srv = open_stream_server(0, true);
+	int stalled = client_send(CTL_DUMP_EXTERNAL_CT), fd;
+	unsigned fills;
+	char buf[256];
+
+	for (int i = 0; i < 20; i++)
+		loop_run_once(loop, 5);
+	fills = stream_pattern.fills;
+	ck_assert_uint_gt(fills, 0);
+	/* Its socket is full: no more fills, and the others are served. */
+	for (int i = 0; i < 20; i++)
+		loop_run_once(loop, 5);
+	ck_assert_uint_eq(stream_pattern.fills, fills);
+	fd = client_send(CTL_STATS);
+	client_collect(fd, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "hello text 21\n");
+	ck_assert_uint_eq(stream_pattern.releases, 0);
+	close(stalled);
+	control_server_close(srv);
+}
+END_TEST
+
+START_TEST(stream_release_once_when_the_client_hangs_up)
+{
+	struct control_server *srv = open_stream_server(0, true);
+	int fd = client_send(CTL_DUMP_EXTERNAL_CT);
+	char buf[4096];
+
+	for (int i = 0; i < 10 && stream_pattern.fills == 0; i++)
+		loop_run_once(loop, 10);
+	ck_assert_int_gt(recv(fd, buf, sizeof(buf), 0), 0);
+	close(fd);
+	for (int i = 0; i < 100 && stream_pattern.releases == 0; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_eq(stream_pattern.releases, 1);
+	ck_assert_uint_eq(control_server_stats(srv)->write_errors, 1);
+	control_server_close(srv);
+	ck_assert_uint_eq(stream_pattern.releases, 1);
+}
+END_TEST
+
+START_TEST(stream_release_once_when_the_server_closes)
+{
+	struct control_server *srv = open_stream_server(0, true);
+	int fd = client_send(CTL_DUMP_EXTERNAL_CT);
+	unsigned fills;
+
+	for (int i = 0; i < 10 && stream_pattern.fills == 0; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_gt(stream_pattern.fills, 0);
+	fills = stream_pattern.fills;
+	control_server_close(srv);
+	ck_assert_uint_eq(stream_pattern.releases, 1);
+	/* Closing never fills: the data behind the stream may already be gone. */
+	ck_assert_uint_eq(stream_pattern.fills, fills);
+	close(fd);
+}
+END_TEST
+
 static Suite *server_suite(void)
 {
 	Suite *s = suite_create("control_server");
@@ -442,6 +615,10 @@ static Suite *server_suite(void)
 	tcase_add_test(tc, peer_of_another_uid_is_refused);
 	tcase_add_test(tc, idle_clients_make_room_for_a_new_one);
 	tcase_add_test(tc, without_idle_clients_a_new_one_is_refused);
+	tcase_add_test(tc, stream_delivers_exactly_what_fill_made);
+	tcase_add_test(tc, stream_to_a_client_that_never_reads_does_not_stall_the_loop);
+	tcase_add_test(tc, stream_release_once_when_the_client_hangs_up);
+	tcase_add_test(tc, stream_release_once_when_the_server_closes);
 	suite_add_tcase(s, tc);
 	return s;
 }
