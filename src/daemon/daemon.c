@@ -142,6 +142,11 @@ static void become_ready(struct daemon *d)
 	}
 }
 
+static gid_t control_group(const struct config *cfg)
+{
+	return cfg->general.unix_group[0] ? cfg->general.unix_gid : CONTROL_NO_GROUP;
+}
+
 static int open_control(struct daemon *d)
 {
 	const char *path = d->cfg->general.unix_path;
@@ -153,7 +158,7 @@ static int open_control(struct daemon *d)
 		return 0;
 	}
 	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog,
-				  CONTROL_NO_GROUP);
+				  control_group(d->cfg));
 	switch (-err) {
 	case 0:
 		return requests_register(&d->requests, d->ctl);
