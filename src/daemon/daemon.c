@@ -174,6 +174,38 @@ static int open_control(struct daemon *d)
 	return err;
 }
 
+static int take_lock(struct daemon *d)
+{
+	const char *path = d->cfg->general.lockfile;
+	struct lockfile_info info;
+	int err = lockfile_acquire(&d->lock, path, &info);
+
+	if (info.replaced)
+		log_warning("lock file %s %s: not trusted, so it was replaced by a new one", path,
+			    info.replaced_why);
+	if (err == -EWOULDBLOCK) {
+		if (info.owner)
+			log_error("lock file %s is held by a running daemon (pid %d); not starting",
+				  path, (int)info.owner);
+		else
+			log_error("lock file %s is held by a running daemon; not starting", path);
+		return err;
+	}
+	if (err < 0 && info.replaced_why[0] && !info.replaced) {
+		log_error("lock file %s %s: not trusted, and it cannot be replaced: %s", path,
+			  info.replaced_why, strerror(-err));
+		return err;
+	}
+	if (err < 0) {
+		log_error("cannot take the lock file %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (info.stale_pid)
+		log_warning("lock file %s was left by pid %d, which is gone (unclean stop?); taking it over",
+			    path, (int)info.stale_pid);
+	return 0;
+}
+
 /* The internal and external caches, and the kernel side that feeds them. */
 static int start_caches(struct daemon *d)
 {
@@ -209,26 +241,10 @@ static int start_caches(struct daemon *d)
 static int start(struct daemon *d, bool detach)
 {
 	const struct config *cfg = d->cfg;
-	pid_t owner, stale;
 	int err;
 
-	err = lockfile_acquire(&d->lock, cfg->general.lockfile, &owner, &stale);
-	if (err == -EWOULDBLOCK) {
-		if (owner)
-			log_error("lock file %s is held by a running daemon (pid %d); not starting",
-				  cfg->general.lockfile, (int)owner);
-		else
-			log_error("lock file %s is held by a running daemon; not starting",
-				  cfg->general.lockfile);
+	if ((err = take_lock(d)) < 0)
 		return err;
-	}
-	if (err < 0) {
-		log_error("cannot take the lock file %s: %s", cfg->general.lockfile, strerror(-err));
-		return err;
-	}
-	if (stale)
-		log_warning("lock file %s was left by pid %d, which is gone (unclean stop?); taking it over",
-			    cfg->general.lockfile, (int)stale);
 
 	if (detach) {
 		err = daemonize(d);
