@@ -36,9 +36,15 @@
 #define CONFIG_DEFAULT_UNIX_BACKLOG         100u
 #define CONFIG_DEFAULT_HELPER_QUEUE_LEN     1024u
 
-/* ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf. */
+/*
+ * ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf.
+ * The lock file and the socket live in a directory that only root may
+ * write (the daemon creates it), where no other user can take the lock.
+ */
 #define CONFIG_DEFAULT_PATH      SYSCONFDIR "/ctsyncd/ctsyncd.conf"
-#define CONFIG_DEFAULT_LOCKFILE  "/var/lock/ctsyncd.lock"
+#define CONFIG_RUNTIME_DIR       "/run/ctsyncd"
+#define CONFIG_DEFAULT_LOCKFILE  CONFIG_RUNTIME_DIR "/ctsyncd.lock"
+#define CONFIG_DEFAULT_UNIX_PATH CONFIG_RUNTIME_DIR "/ctsyncd.sock"
 #define CONFIG_DEFAULT_LOGFILE   "/var/log/ctsyncd.log"        /* LogFile on */
 #define CONFIG_DEFAULT_STATS_LOGFILE "/var/log/ctsyncd-stats.log" /* Stats { LogFile on } */
 
@@ -126,7 +132,7 @@ struct config_general {
 	char logfile[CONFIG_PATH_MAX];      /* "" = LogFile off */
 	int syslog_facility;                /* LOG_DAEMON, LOG_LOCAL0..7, or -1 = off */
 	char lockfile[CONFIG_PATH_MAX];
-	char unix_path[CONFIG_PATH_MAX];    /* "" = no UNIX block / Path */
+	char unix_path[CONFIG_PATH_MAX];    /* the control socket; default CONFIG_DEFAULT_UNIX_PATH */
 	uint32_t unix_backlog;              /* accepted, as upstream, but informative */
 	/*
 	 * UNIX { Group }, ctsyncd's own: the group whose members may use the

@@ -165,6 +165,7 @@ config_defaults(struct config *cfg)
 	g->hash_limit = CONFIG_DEFAULT_HASH_LIMIT;
 	g->syslog_facility = -1;
 	snprintf(g->lockfile, sizeof(g->lockfile), "%s", CONFIG_DEFAULT_LOCKFILE);
+	snprintf(g->unix_path, sizeof(g->unix_path), "%s", CONFIG_DEFAULT_UNIX_PATH);
 	g->unix_backlog = CONFIG_DEFAULT_UNIX_BACKLOG;
 	g->unix_gid = CONFIG_NO_GID;
 	g->netlink_overrun_resync = CONFIG_DEFAULT_OVERRUN_RESYNC;
@@ -481,10 +482,7 @@ print_general(const struct config_general *g, FILE *out)
 	fprintf(out, "\tSyslog %s\n", syslog_str(g->syslog_facility));
 	fprintf(out, "\tLockFile %s\n", g->lockfile);
 	fprintf(out, "\tUNIX {\n");
-	if (g->unix_path[0])
-		fprintf(out, "\t\tPath %s\n", g->unix_path);
-	else
-		fprintf(out, "\t\t# no Path: the daemon cannot be controlled\n");
+	fprintf(out, "\t\tPath %s\n", g->unix_path);
 	fprintf(out, "\t\tBacklog %u\n", g->unix_backlog);
 	if (g->unix_group[0] && g->unix_gid != CONFIG_NO_GID &&
 	    strspn(g->unix_group, "0123456789") != strlen(g->unix_group))

@@ -30,6 +30,7 @@
 #include "notify.h"
 #include "replication.h"
 #include "requests.h"
+#include "rundir.h"
 
 struct daemon {
 	const struct config *cfg;
@@ -152,11 +153,6 @@ static int open_control(struct daemon *d)
 	const char *path = d->cfg->general.unix_path;
 	int err;
 
-	if (!*path) {
-		log_warning("no General { UNIX { Path ... } } in %s: the daemon cannot be controlled",
-			    d->cfg->path);
-		return 0;
-	}
 	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog,
 				  control_group(d->cfg));
 	switch (-err) {
@@ -172,6 +168,21 @@ static int open_control(struct daemon *d)
 		log_error("cannot open the control socket %s: %s", path, strerror(-err));
 	}
 	return err;
+}
+
+/*
+ * The runtime directory, if the lock file or the socket is in it: made
+ * root's alone before either is created; with a Group that may use a
+ * socket there, its members may pass through it.
+ */
+static int prepare_runtime_dir(const struct config *cfg)
+{
+	bool lock = rundir_holds(CONFIG_RUNTIME_DIR, cfg->general.lockfile);
+	bool sock = rundir_holds(CONFIG_RUNTIME_DIR, cfg->general.unix_path);
+
+	if (!lock && !sock)
+		return 0;
+	return rundir_prepare(CONFIG_RUNTIME_DIR, sock ? control_group(cfg) : (gid_t)-1);
 }
 
 static int take_lock(struct daemon *d)
@@ -243,7 +254,7 @@ static int start(struct daemon *d, bool detach)
 	const struct config *cfg = d->cfg;
 	int err;
 
-	if ((err = take_lock(d)) < 0)
+	if ((err = prepare_runtime_dir(cfg)) < 0 || (err = take_lock(d)) < 0)
 		return err;
 
 	if (detach) {

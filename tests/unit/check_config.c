@@ -550,8 +550,8 @@ START_TEST(sync_with_one_udp_link_has_every_default)
 	ck_assert_uint_eq(g->hash_limit, 262144);
 	ck_assert_str_eq(g->logfile, "");
 	ck_assert_int_eq(g->syslog_facility, -1);
-	ck_assert_str_eq(g->lockfile, "/var/lock/ctsyncd.lock");
-	ck_assert_str_eq(g->unix_path, "");
+	ck_assert_str_eq(g->lockfile, "/run/ctsyncd/ctsyncd.lock");
+	ck_assert_str_eq(g->unix_path, "/run/ctsyncd/ctsyncd.sock");
 	ck_assert_uint_eq(g->unix_backlog, 100);
 	ck_assert_str_eq(g->unix_group, "");
 	ck_assert_uint_eq(g->unix_gid, CONFIG_NO_GID);
