@@ -50,6 +50,7 @@ struct control_request {
 	int fd;
 	enum request_state state;
 	uint64_t seq;             /* order of acceptance: the lowest idle one is evicted first */
+	pid_t peer_pid;           /* the connecting process (SO_PEERCRED) */
 	uint8_t in[4];
 	size_t inlen;
 	uint32_t raw_code;
@@ -511,14 +512,27 @@ static void refusal_note(struct control_server *srv, const struct ucred *cred)
 
 /* ---- accepting ------------------------------------------------------------- */
 
-/* Close the connection accepted first among those that have not sent their code. */
-static bool evict_idle(struct control_server *srv)
+/*
+ * Make room for a new connection of process `pid`: close the connection
+ * accepted first among those that have not sent their code, of that same
+ * process if it has one.  So a process that floods the socket with
+ * connections replaces its own, and cannot push out another client whose
+ * code is still on the way.
+ */
+static bool evict_idle(struct control_server *srv, pid_t pid)
 {
-	struct control_request *oldest = NULL;
+	struct control_request *oldest = NULL, *own = NULL;
 
-	for (struct control_request *req = srv->requests; req; req = req->next)
-		if (req->state == REQ_READING && (!oldest || req->seq < oldest->seq))
+	for (struct control_request *req = srv->requests; req; req = req->next) {
+		if (req->state != REQ_READING)
+			continue;
+		if (!oldest || req->seq < oldest->seq)
 			oldest = req;
+		if (req->peer_pid == pid && (!own || req->seq < own->seq))
+			own = req;
+	}
+	if (own)
+		oldest = own;
 	if (!oldest)
 		return false;
 	srv->stats.evicted_idle++;
@@ -542,7 +556,7 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 			refusal_note(srv, &cred);
 			continue;
 		}
-		if (srv->nrequests >= CONTROL_MAX_CONNECTIONS && !evict_idle(srv)) {
+		if (srv->nrequests >= CONTROL_MAX_CONNECTIONS && !evict_idle(srv, cred.pid)) {
 			srv->stats.refused++;
 			close(cfd);
 			continue;
@@ -562,6 +576,7 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 		req->srv = srv;
 		req->fd = cfd;
 		req->seq = srv->next_seq++;
+		req->peer_pid = cred.pid;
 		req->next = srv->requests;
 		if (srv->requests)
 			srv->requests->prev = req;

@@ -394,6 +394,60 @@ START_TEST(idle_clients_make_room_for_a_new_one)
 }
 END_TEST
 
+/*
+ * A process that floods the socket replaces its own idle connections: the
+ * idle connection of another process (a client whose code is still on the
+ * way), though accepted first, stays.
+ */
+START_TEST(a_flooding_process_evicts_its_own_idle_connections_first)
+{
+	struct control_server *srv = open_server();
+	int flood[CONTROL_MAX_CONNECTIONS], up[2], down[2], status;
+	char c = 0, buf[16];
+	pid_t child;
+
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		/* The other client: connected first, its code not sent yet. */
+		int fd = client_connect_nonblock();
+		ssize_t n;
+
+		if (write(up[1], "c", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(2);
+		n = recv(fd, buf, sizeof(buf), 0);
+		_exit(n < 0 && errno == EAGAIN ? 0 : 1);   /* 1: it was closed */
+	}
+	ck_assert_int_eq(read(up[0], &c, 1), 1);
+	for (int i = 0; i < 10 && control_server_stats(srv)->connections < 1; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_eq(control_server_stats(srv)->connections, 1);
+	/* This process takes every other slot, then one more. */
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++) {
+		flood[i] = client_connect_nonblock();
+		loop_run_once(loop, 0);
+	}
+	for (int i = 0; i < 10 && control_server_stats(srv)->connections <= CONTROL_MAX_CONNECTIONS; i++)
+		loop_run_once(loop, 10);
+	ck_assert_uint_eq(control_server_stats(srv)->connections, CONTROL_MAX_CONNECTIONS + 1);
+	ck_assert_uint_eq(control_server_stats(srv)->evicted_idle, 1);
+	ck_assert_int_eq(recv(flood[0], buf, sizeof(buf), 0), 0);
+	ck_assert_int_eq(write(down[1], "g", 1), 1);
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the other process's idle connection was closed (status %d)", status);
+	for (unsigned i = 0; i < CONTROL_MAX_CONNECTIONS; i++)
+		close(flood[i]);
+	close(up[0]);
+	close(up[1]);
+	close(down[0]);
+	close(down[1]);
+	control_server_close(srv);
+}
+END_TEST
+
 START_TEST(without_idle_clients_a_new_one_is_refused)
 {
 	struct control_server *srv = open_server();
@@ -614,6 +668,7 @@ static Suite *server_suite(void)
 	tcase_add_test(tc, socket_with_a_group_is_0660_and_of_that_group);
 	tcase_add_test(tc, peer_of_another_uid_is_refused);
 	tcase_add_test(tc, idle_clients_make_room_for_a_new_one);
+	tcase_add_test(tc, a_flooding_process_evicts_its_own_idle_connections_first);
 	tcase_add_test(tc, without_idle_clients_a_new_one_is_refused);
 	tcase_add_test(tc, stream_delivers_exactly_what_fill_made);
 	tcase_add_test(tc, stream_to_a_client_that_never_reads_does_not_stall_the_loop);
