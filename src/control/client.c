@@ -16,7 +16,7 @@
 
 /* Why a daemon drops a connection unanswered: it checks who connects (ctsyncd(8)). */
 #define REFUSED_HINT "it refuses users other than root, its own user and the members of " \
-	"its UNIX { Group } (or it stopped)"
+	"its UNIX { Group } (or it stopped, or too many clients keep it busy)"
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -40,10 +40,13 @@ mode_of() { stat -c %a "$1"; }
 jget() { python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); print(eval("d"+sys.argv[1]))' "$1"; }
 ctl_stat() { ctl B -s --json | jget "$1"; }
 kernel_has_probe() { ct_in B -L 2>/dev/null | grep -q 'sport=4242 dport=4343'; }
-# ms_of COMMAND...: how long COMMAND took, in milliseconds (its output discarded); fails with it.
+# ms_of COMMAND...: how long COMMAND took, in milliseconds (its output
+# discarded, its error shown on stderr if it fails); fails with it.
 ms_of() {
-	local t0=$(date +%s%N) rc
-	"$@" >/dev/null 2>&1; rc=$?
+	local t0 rc
+	t0=$(date +%s%N)
+	"$@" >/dev/null 2>"$WORK/ms_of.err"; rc=$?
+	((rc == 0)) || log "$* failed: $(cat "$WORK/ms_of.err")" >&2
 	echo $((($(date +%s%N) - t0) / 1000000))
 	return $rc
 }
