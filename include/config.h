@@ -14,10 +14,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define CONFIG_MAX_LINKS        4
 #define CONFIG_HELPER_NAME_MAX  16   /* includes the NUL */
 #define CONFIG_PATH_MAX         108  /* sun_path size: the longest path we accept anywhere */
+#define CONFIG_GROUP_MAX        33   /* a group name (as useradd allows), with the NUL */
+#define CONFIG_NO_GID           ((gid_t)-1)
 
 /* Defaults of conntrackd 1.4.7 (ctsyncd.conf.5 and protocol.md §8). */
 #define CONFIG_DEFAULT_HASH_SIZE            65536u
@@ -33,9 +36,15 @@
 #define CONFIG_DEFAULT_UNIX_BACKLOG         100u
 #define CONFIG_DEFAULT_HELPER_QUEUE_LEN     1024u
 
-/* ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf. */
+/*
+ * ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf.
+ * The lock file and the socket live in a directory that only root may
+ * write (the daemon creates it), where no other user can take the lock.
+ */
 #define CONFIG_DEFAULT_PATH      SYSCONFDIR "/ctsyncd/ctsyncd.conf"
-#define CONFIG_DEFAULT_LOCKFILE  "/var/lock/ctsyncd.lock"
+#define CONFIG_RUNTIME_DIR       "/run/ctsyncd"
+#define CONFIG_DEFAULT_LOCKFILE  CONFIG_RUNTIME_DIR "/ctsyncd.lock"
+#define CONFIG_DEFAULT_UNIX_PATH CONFIG_RUNTIME_DIR "/ctsyncd.sock"
 #define CONFIG_DEFAULT_LOGFILE   "/var/log/ctsyncd.log"        /* LogFile on */
 #define CONFIG_DEFAULT_STATS_LOGFILE "/var/log/ctsyncd-stats.log" /* Stats { LogFile on } */
 
@@ -123,8 +132,16 @@ struct config_general {
 	char logfile[CONFIG_PATH_MAX];      /* "" = LogFile off */
 	int syslog_facility;                /* LOG_DAEMON, LOG_LOCAL0..7, or -1 = off */
 	char lockfile[CONFIG_PATH_MAX];
-	char unix_path[CONFIG_PATH_MAX];    /* "" = no UNIX block / Path */
+	char unix_path[CONFIG_PATH_MAX];    /* the control socket; default CONFIG_DEFAULT_UNIX_PATH */
 	uint32_t unix_backlog;              /* accepted, as upstream, but informative */
+	/*
+	 * UNIX { Group }, ctsyncd's own: the group whose members may use the
+	 * socket, as written ("" = none), and its gid: CONFIG_NO_GID without
+	 * Group, or for a name that config_parse_buffer() left unresolved.
+	 */
+	char unix_group[CONFIG_GROUP_MAX];
+	gid_t unix_gid;
+	unsigned unix_group_line, unix_group_column; /* where its value was written */
 	uint32_t netlink_buffer_size;       /* 0 = system default */
 	uint32_t netlink_buffer_max_growth; /* 0 = no growth */
 	uint32_t netlink_overrun_resync;    /* seconds; 0 = off */
@@ -218,13 +235,18 @@ void config_defaults(struct config *cfg);
 /*
  * Parse `len` bytes of conntrackd.conf text; `name` is used in messages.
  * Returns 0 and a validated config, or -1 with `err` filled (cfg is then
- * released and must not be used).  Pure: no system call, no global state.
+ * released and must not be used).  Pure: no system call, no global state;
+ * so a UNIX Group given by name keeps unix_gid CONFIG_NO_GID.
  * `warn` may be NULL.
  */
 int config_parse_buffer(struct config *cfg, const char *name, const char *text, size_t len,
 			struct config_error *err, config_warn_fn warn, void *warn_arg);
 
-/* Read and parse a file.  File-level errors (ENOENT, EACCES) are reported in `err` too. */
+/*
+ * Read and parse a file, and look up the names the file gives (UNIX Group:
+ * an unknown group is an error at its position).  File-level errors
+ * (ENOENT, EACCES) are reported in `err` too.
+ */
 int config_parse_file(struct config *cfg, const char *path, struct config_error *err,
 		      config_warn_fn warn, void *warn_arg);
 

@@ -6,6 +6,7 @@
 #include "cache_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -14,6 +15,23 @@
 #include "flow_format.h"
 #include "flow_table.h"
 #include "report.h"
+
+/* Entries looked at per fill, printed or not: the work of one fill is bounded. */
+#define DUMP_VISITS_PER_FILL 1024u
+
+/*
+ * Where a -i / -e dump is: the table and the saved iteration cursor.  The
+ * tables live as long as the cache; a dump that outlives the cache (the
+ * daemon exits while a client reads slowly) is released, never filled.
+ */
+struct dump_cursor {
+	struct cache *c;
+	struct flow_table *flows;   /* or */
+	struct exp_table *exps;
+	unsigned opts;
+	bool xml;
+	uint32_t cursor;
+};
 
 static void dump_line(struct control_request *req, const char *line, int n, size_t cap, bool xml,
 		      uint32_t age)
@@ -29,68 +47,89 @@ static void dump_line(struct control_request *req, const char *line, int n, size
 		control_request_printf(req, " [updated %us ago]\n", age);
 }
 
-/* -i / -e: one line per live state, as text (with its age) or, with `xml`, as 1.4.7's XML. */
-static void dump_table(struct cache *c, struct control_request *req, struct flow_table *t, unsigned opts,
-		       bool xml)
+static uint32_t age_of(uint32_t now, uint32_t updated)
 {
-	char line[FLOW_FORMAT_MAX];
-	uint32_t cursor = 0, h, now = cache_now_s(c);
-
-	while ((h = flow_table_next(t, &cursor)) != 0) {
-		int n;
-
-		if (flow_table_flags(t, h) & FLOW_ENTRY_DEAD)
-			continue;
-		if (flow_table_export(t, h, &c->scratch) < 0)
-			continue;
-		n = xml ? flow_format_xml(line, sizeof(line), &c->scratch, opts)
-			: flow_format(line, sizeof(line), &c->scratch, opts);
-		dump_line(req, line, n, sizeof(line), xml, now - flow_table_updated(t, h));
-	}
+	return now >= updated ? now - updated : 0;
 }
 
-static void dump_exps(struct cache *c, struct control_request *req, bool internal, bool xml)
+/* One line per live state, as text (with its age) or as 1.4.7's XML; true at the end. */
+static bool dump_fill(struct control_request *req, void *arg)
 {
-	struct exp_table *t = internal ? c->x.internal : c->x.external;
+	struct dump_cursor *d = arg;
+	struct cache *c = d->c;
 	char line[FLOW_FORMAT_MAX];
-	uint32_t cursor = 0, h, now = cache_now_s(c);
+	uint32_t now = cache_now_s(c), h;
+	unsigned visits = 0;
 
-	while ((h = exp_table_next(t, &cursor)) != 0) {
+	while (control_request_room(req) > 0 && visits++ < DUMP_VISITS_PER_FILL) {
 		int n;
 
-		if (exp_table_flags(t, h) & FLOW_ENTRY_DEAD)
-			continue;
-		n = xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
-			: flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
-		dump_line(req, line, n, sizeof(line), xml, now - exp_table_updated(t, h));
+		if (d->flows) {
+			struct flow_table *t = d->flows;
+
+			if ((h = flow_table_next(t, &d->cursor)) == 0)
+				return true;
+			if (flow_table_flags(t, h) & FLOW_ENTRY_DEAD)
+				continue;
+			if (flow_table_export(t, h, &c->scratch) < 0)
+				continue;
+			n = d->xml ? flow_format_xml(line, sizeof(line), &c->scratch, d->opts)
+				   : flow_format(line, sizeof(line), &c->scratch, d->opts);
+			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, flow_table_updated(t, h)));
+		} else {
+			struct exp_table *t = d->exps;
+
+			if ((h = exp_table_next(t, &d->cursor)) == 0)
+				return true;
+			if (exp_table_flags(t, h) & FLOW_ENTRY_DEAD)
+				continue;
+			n = d->xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
+				   : flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
+			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, exp_table_updated(t, h)));
+		}
 	}
+	return false;
+}
+
+/* Stream the dump: the reply follows the client's reading, in bounded parts. */
+static enum control_result dump_stream(struct cache *c, struct control_request *req,
+				       struct flow_table *flows, struct exp_table *exps,
+				       unsigned opts, bool xml)
+{
+	struct dump_cursor *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	*d = (struct dump_cursor){ .c = c, .flows = flows, .exps = exps, .opts = opts, .xml = xml };
+	return control_request_stream(req, dump_fill, free, d);
 }
 
 enum control_result cache_answer_dump(struct control_request *req, void *arg)
 {
 	struct cache *c = arg;
+	uint32_t code = control_request_code(req);
 
-	switch (control_request_code(req)) {
+	switch (code) {
 	case CTL_DUMP_INTERNAL_CT:
 	case CTL_DUMP_INTERNAL_CT_XML:
-		dump_table(c, req, c->internal, FLOW_FMT_REPLY,
-			   control_request_code(req) == CTL_DUMP_INTERNAL_CT_XML);
-		return CONTROL_DONE;
+		return dump_stream(c, req, c->internal, NULL, FLOW_FMT_REPLY,
+				   code == CTL_DUMP_INTERNAL_CT_XML);
 	case CTL_DUMP_EXTERNAL_CT:
 	case CTL_DUMP_EXTERNAL_CT_XML:
-		dump_table(c, req, c->external, 0, control_request_code(req) == CTL_DUMP_EXTERNAL_CT_XML);
-		return CONTROL_DONE;
+		return dump_stream(c, req, c->external, NULL, 0, code == CTL_DUMP_EXTERNAL_CT_XML);
 	case CTL_DUMP_INTERNAL_EXP:
 	case CTL_DUMP_EXTERNAL_EXP:
 	case CTL_DUMP_INTERNAL_EXP_XML:
 	case CTL_DUMP_EXTERNAL_EXP_XML:
 		if (!cache_has_exps(c))
 			return cache_no_exps(req);
-		dump_exps(c, req, control_request_code(req) == CTL_DUMP_INTERNAL_EXP ||
-			     control_request_code(req) == CTL_DUMP_INTERNAL_EXP_XML,
-			     control_request_code(req) == CTL_DUMP_INTERNAL_EXP_XML ||
-			     control_request_code(req) == CTL_DUMP_EXTERNAL_EXP_XML);
-		return CONTROL_DONE;
+		return dump_stream(c, req, NULL,
+				   code == CTL_DUMP_INTERNAL_EXP || code == CTL_DUMP_INTERNAL_EXP_XML ?
+				   c->x.internal : c->x.external, 0,
+				   code == CTL_DUMP_INTERNAL_EXP_XML || code == CTL_DUMP_EXTERNAL_EXP_XML);
 	}
 	return CONTROL_DONE;
 }

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -164,7 +165,9 @@ config_defaults(struct config *cfg)
 	g->hash_limit = CONFIG_DEFAULT_HASH_LIMIT;
 	g->syslog_facility = -1;
 	snprintf(g->lockfile, sizeof(g->lockfile), "%s", CONFIG_DEFAULT_LOCKFILE);
+	snprintf(g->unix_path, sizeof(g->unix_path), "%s", CONFIG_DEFAULT_UNIX_PATH);
 	g->unix_backlog = CONFIG_DEFAULT_UNIX_BACKLOG;
+	g->unix_gid = CONFIG_NO_GID;
 	g->netlink_overrun_resync = CONFIG_DEFAULT_OVERRUN_RESYNC;
 	g->event_iteration_limit = CONFIG_DEFAULT_EVENT_ITER_LIMIT;
 	g->sched_policy = SCHED_RR;
@@ -317,6 +320,27 @@ config_parse_buffer(struct config *cfg, const char *name, const char *text, size
 	return 0;
 }
 
+/* A UNIX Group given by name gets its gid from the group database (files, NSS). */
+static int
+resolve_group(struct config *cfg, struct config_error *err)
+{
+	struct config_general *g = &cfg->general;
+	struct group grp, *found = NULL;
+	char buf[16384];
+	int ret;
+
+	if (g->unix_group[0] == '\0' || g->unix_gid != CONFIG_NO_GID)
+		return 0;
+	ret = getgrnam_r(g->unix_group, &grp, buf, sizeof(buf), &found);
+	if (found == NULL)
+		return config_set_error(err, cfg->path, g->unix_group_line, g->unix_group_column,
+					"unknown group '%s' in UNIX { Group }: %s; give an existing "
+					"group or a numeric gid", g->unix_group,
+					ret ? strerror(ret) : "no such group in the group database");
+	g->unix_gid = grp.gr_gid;
+	return 0;
+}
+
 int
 config_parse_file(struct config *cfg, const char *path, struct config_error *err,
 		  config_warn_fn warn, void *warn_arg)
@@ -370,6 +394,10 @@ config_parse_file(struct config *cfg, const char *path, struct config_error *err
 	close(fd);
 	ret = config_parse_buffer(cfg, path, buf, len, err, warn, warn_arg);
 	free(buf);
+	if (ret == 0 && resolve_group(cfg, err) < 0) {
+		config_free(cfg);
+		return -1;
+	}
 	return ret;
 }
 
@@ -454,11 +482,16 @@ print_general(const struct config_general *g, FILE *out)
 	fprintf(out, "\tSyslog %s\n", syslog_str(g->syslog_facility));
 	fprintf(out, "\tLockFile %s\n", g->lockfile);
 	fprintf(out, "\tUNIX {\n");
-	if (g->unix_path[0])
-		fprintf(out, "\t\tPath %s\n", g->unix_path);
-	else
-		fprintf(out, "\t\t# no Path: the daemon cannot be controlled\n");
+	fprintf(out, "\t\tPath %s\n", g->unix_path);
 	fprintf(out, "\t\tBacklog %u\n", g->unix_backlog);
+	if (g->unix_group[0] && g->unix_gid != CONFIG_NO_GID &&
+	    strspn(g->unix_group, "0123456789") != strlen(g->unix_group))
+		fprintf(out, "\t\tGroup %s\t# gid %u; ctsyncd's own option\n", g->unix_group,
+			(unsigned)g->unix_gid);
+	else if (g->unix_group[0])
+		fprintf(out, "\t\tGroup %s\t# ctsyncd's own option\n", g->unix_group);
+	else
+		fprintf(out, "\t\t# no Group: only root and the daemon's uid may use the socket\n");
 	fprintf(out, "\t}\n");
 	fprintf(out, "\tNetlinkBufferSize %u%s\n", g->netlink_buffer_size,
 		g->netlink_buffer_size ? "" : "\t# 0: the system default");

@@ -598,9 +598,62 @@ opt_nice(struct parser *p, const struct token *kw, const struct option *opt, voi
 	return 0;
 }
 
+static bool
+group_char(char c, size_t i, size_t len)
+{
+	if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_')
+		return true;
+	if (i == 0)
+		return false;
+	return (c >= '0' && c <= '9') || c == '.' || c == '-' || (c == '$' && i + 1 == len);
+}
+
+/*
+ * UNIX { Group name|gid }, ctsyncd's own: who besides root may use the
+ * socket.  A number is taken as it is; a name is only checked for its form
+ * here (the parser makes no system call) and looked up by
+ * config_parse_file(), which reports an unknown one at this position.
+ */
+static int
+opt_unix_group(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	const char *expected = "a group name or a numeric gid";
+	struct config_general *g = obj;
+	char q[TOKEN_QUOTE_MAX];
+	struct token tok;
+	size_t i;
+
+	if (value_word(p, kw, expected, &tok) < 0)
+		return -1;
+	if (all_digits(&tok, 0)) {
+		uint64_t v = digits_value(&tok, 0, UINT32_MAX - 1);
+
+		if (v > UINT32_MAX - 1)
+			return perr(p, &tok, "Group %s is out of range; expected a gid 0..%u",
+				    token_quote(&tok, q, sizeof(q)), UINT32_MAX - 1);
+		g->unix_gid = (gid_t)v;
+	} else {
+		for (i = 0; i < tok.len; i++)
+			if (!group_char(tok.text[i], i, tok.len))
+				return perr(p, &tok, "%s is not a valid group name; expected a letter "
+					    "or '_' followed by letters, digits, '.', '_' or '-', or a "
+					    "numeric gid", token_quote(&tok, q, sizeof(q)));
+		g->unix_gid = CONFIG_NO_GID;
+	}
+	if (tok.len >= sizeof(g->unix_group))
+		return perr(p, &tok, "Group %s is too long; at most %zu characters",
+			    token_quote(&tok, q, sizeof(q)), sizeof(g->unix_group) - 1);
+	memcpy(g->unix_group, tok.text, tok.len);
+	g->unix_group[tok.len] = '\0';
+	g->unix_group_line = tok.line;
+	g->unix_group_column = tok.column;
+	return 0;
+}
+
 static const struct option unix_options[] = {
 	{ "Path", opt_path, FIELD(struct config_general, unix_path), 0, 0, false },
 	{ "Backlog", opt_u32, FIELD(struct config_general, unix_backlog), 0, INT32_MAX, false },
+	{ "Group", opt_unix_group, 0, 0, 0, false },
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct block block_unix = { "UNIX", unix_options };

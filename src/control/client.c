@@ -14,6 +14,10 @@
 #include "client.h"
 #include "control_proto.h"
 
+/* Why a daemon drops a connection unanswered: it checks who connects (ctsyncd(8)). */
+#define REFUSED_HINT "it refuses users other than root, its own user and the members of " \
+	"its UNIX { Group } (or it stopped, or too many clients keep it busy)"
+
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -112,6 +116,10 @@ static int connect_daemon(const char *path, int connect_timeout_ms, char *err, s
 		else if (ret == -ENOENT || ret == -ECONNREFUSED)
 			set_err(err, errlen, "cannot connect to ctsyncd at %s: %s — is the daemon "
 				"running?", path, strerror(-ret));
+		else if (ret == -EACCES)
+			set_err(err, errlen, "cannot connect to ctsyncd at %s: %s — only root, the "
+				"daemon's user and the members of its UNIX { Group } may control it",
+				path, strerror(-ret));
 		else
 			set_err(err, errlen, "cannot connect to ctsyncd at %s: %s", path,
 				strerror(-ret));
@@ -144,8 +152,12 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(wire)) {
 		ret = n < 0 ? -errno : -EIO;
-		set_err(err, errlen, "cannot send the request '%s' to ctsyncd at %s: %s",
-			name, socket_path, strerror(-ret));
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			set_err(err, errlen, "the daemon at %s closed the connection before '%s' "
+				"was sent: %s", socket_path, name, REFUSED_HINT);
+		else
+			set_err(err, errlen, "cannot send the request '%s' to ctsyncd at %s: %s",
+				name, socket_path, strerror(-ret));
 		goto out;
 	}
 
@@ -156,6 +168,9 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 			if (ret == -ETIMEDOUT)
 				set_err(err, errlen, "no answer from ctsyncd at %s to '%s' within "
 					"%g s", socket_path, name, timeout_ms / 1000.0);
+			else if (ret == -ECONNRESET && got == 0)
+				set_err(err, errlen, "the daemon at %s closed the connection without "
+					"reading '%s': %s", socket_path, name, REFUSED_HINT);
 			else
 				set_err(err, errlen, "cannot receive the answer of ctsyncd at %s: %s",
 					socket_path, strerror(-ret));

@@ -4,11 +4,18 @@
  * Every connection carries one request: a 4-byte native-endian code, then
  * the reply text, then close (conntrackd's protocol).  Replies are buffered
  * and written without blocking, so a slow or stuck client never stalls the
- * loop; a client that sends nothing is dropped after a timeout.
+ * loop; a long reply is produced in bounded parts as its client reads it.
+ * A client that sends nothing is dropped after a short timeout, or sooner
+ * when every slot is taken and a new client needs one.  Only the operator
+ * may connect: the socket is 0600 (0660 with a group) from the moment it
+ * exists, and each client's credentials are checked at accept.
  */
 #include "control_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,12 +25,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "loop.h"
 
-#define READ_TIMEOUT_MS   5000u
-#define WRITE_TIMEOUT_MS  30000u
-#define MAX_CONNECTIONS   64u
-#define ACCEPTS_PER_WAKE  16
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59          /* Linux 4.13 */
+#endif
+
+#define ACCEPTS_PER_WAKE        16
+/* Fills per wake-up of one stream: a fast reader cannot keep the loop to itself. */
+#define STREAM_FILLS_PER_WAKE   4
+/* At most one log line about refused peers per this interval. */
+#define REFUSAL_LOG_INTERVAL_MS 10000u
 
 enum request_state {
 	REQ_READING,
@@ -36,6 +49,8 @@ struct control_request {
 	struct control_request *prev, *next;
 	int fd;
 	enum request_state state;
+	uint64_t seq;             /* order of acceptance: the lowest idle one is evicted first */
+	pid_t peer_pid;           /* the connecting process (SO_PEERCRED) */
 	uint8_t in[4];
 	size_t inlen;
 	uint32_t raw_code;
@@ -44,6 +59,9 @@ struct control_request {
 	size_t outlen, outcap, outoff;
 	bool out_failed;          /* an append could not allocate */
 	bool kept;                /* its handler returned CONTROL_PENDING */
+	control_fill_fn fill;     /* a stream that is not complete yet */
+	control_release_fn release;
+	void *stream_arg;
 	struct loop_timer *timer;
 };
 
@@ -52,20 +70,45 @@ struct handler {
 	void *arg;
 };
 
+/* Refused peers since the last log line, and who was the last one. */
+struct refusals {
+	uint64_t unlogged;
+	uid_t uid;
+	pid_t pid;
+	bool logged_once;
+	uint64_t logged_ms;
+	struct loop_timer *timer;
+};
+
 struct control_server {
 	struct loop *loop;
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	uid_t euid;
+	gid_t group;              /* CONTROL_NO_GROUP or the group allowed in */
 	struct handler handlers[CTL_REQUEST_MAX];
 	struct control_request *requests;   /* every open connection */
 	unsigned nrequests;
+	uint64_t next_seq;
+	struct refusals refusals;
 	struct control_server_stats stats;
 };
+
+static void stream_release(struct control_request *req)
+{
+	control_release_fn release = req->release;
+
+	req->fill = NULL;
+	req->release = NULL;
+	if (release)
+		release(req->stream_arg);
+}
 
 static void request_free(struct control_request *req)
 {
 	struct control_server *srv = req->srv;
 
+	stream_release(req);
 	if (req->kept && req->state == REQ_HANDLING)
 		srv->stats.pending--;
 	if (req->prev)
@@ -115,6 +158,25 @@ static bool out_reserve(struct control_request *req, size_t more)
 	return true;
 }
 
+/* A buffer of at least `cap` bytes, exactly that if it must grow. */
+static bool out_reserve_total(struct control_request *req, size_t cap)
+{
+	char *p;
+
+	if (req->out_failed)
+		return false;
+	if (cap <= req->outcap)
+		return true;
+	p = realloc(req->out, cap);
+	if (!p) {
+		req->out_failed = true;
+		return false;
+	}
+	req->out = p;
+	req->outcap = cap;
+	return true;
+}
+
 void control_request_write(struct control_request *req, const void *buf, size_t len)
 {
 	if (!out_reserve(req, len))
@@ -154,26 +216,95 @@ void control_request_set_status(struct control_request *req, enum ctl_status sta
 	req->status = status;
 }
 
-/* Returns true when the request is gone (written completely, or failed). */
+size_t control_request_room(const struct control_request *req)
+{
+	size_t buffered = req->outlen - req->outoff;
+
+	return buffered < CONTROL_STREAM_BUFFER ? CONTROL_STREAM_BUFFER - buffered : 0;
+}
+
+enum control_result control_request_stream(struct control_request *req, control_fill_fn fill,
+					   control_release_fn release, void *arg)
+{
+	req->fill = fill;
+	req->release = release;
+	req->stream_arg = arg;
+	return CONTROL_STREAM;
+}
+
+/*
+ * One fill of a stream, after moving what is still unsent to the front of
+ * the buffer (less than the low watermark: a short move).  Returns false
+ * when an append failed: the stream cannot go on.
+ */
+static bool stream_fill(struct control_request *req)
+{
+	bool done;
+
+	if (req->outoff) {
+		memmove(req->out, req->out + req->outoff, req->outlen - req->outoff);
+		req->outlen -= req->outoff;
+		req->outoff = 0;
+	}
+	done = req->fill(req, req->stream_arg);
+	if (req->out_failed)
+		return false;
+	if (done)
+		stream_release(req);
+	return true;
+}
+
+/*
+ * Send what is buffered, refilling a stream below its low watermark (a few
+ * times per call).  Returns true when the request is gone (written
+ * completely, or failed).
+ */
 static bool request_flush(struct control_request *req)
 {
-	while (req->outoff < req->outlen) {
-		ssize_t n = send(req->fd, req->out + req->outoff, req->outlen - req->outoff,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	struct control_server *srv = req->srv;
+	bool progress = false;
+	int fills = 0;
 
+	for (;;) {
+		ssize_t n;
+
+		if (req->fill && req->outlen - req->outoff < CONTROL_STREAM_LOW_WATER) {
+			if (fills == STREAM_FILLS_PER_WAKE) {
+				if (req->outoff == req->outlen)
+					break;      /* the socket is writable: the loop calls again */
+			} else {
+				fills++;
+				if (!stream_fill(req)) {
+					srv->stats.write_errors++;
+					request_free(req);
+					return true;
+				}
+			}
+		}
+		if (req->outoff == req->outlen) {
+			if (req->fill)
+				continue;
+			request_free(req);
+			return true;
+		}
+		n = send(req->fd, req->out + req->outoff, req->outlen - req->outoff,
+			 MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN)
-				return false;
-			req->srv->stats.write_errors++;
+				break;
+			srv->stats.write_errors++;
 			request_free(req);
 			return true;
 		}
 		req->outoff += (size_t)n;
+		progress = true;
 	}
-	request_free(req);
-	return true;
+	/* The write timeout counts time without progress, not the length of the reply. */
+	if (progress)
+		loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
+	return false;
 }
 
 static void on_request_writable(struct loop *loop, int fd, unsigned events, void *arg)
@@ -184,22 +315,31 @@ static void on_request_writable(struct loop *loop, int fd, unsigned events, void
 static void request_start_writing(struct control_request *req)
 {
 	static const char oom[] = "ctsyncd: out of memory while building the answer\n";
+	size_t head = (req->raw_code & CTL_FLAG_STATUS) ? sizeof(struct ctl_status_header) : 0;
 
 	if (req->kept && req->state == REQ_HANDLING)
 		req->srv->stats.pending--;
 	req->state = REQ_WRITING;
 
+	/*
+	 * A stream's buffer is taken whole now, so that its fills do not
+	 * allocate: they stop at CONTROL_STREAM_BUFFER, the low watermark's
+	 * worth above it holds the record that crosses it.
+	 */
+	if (req->fill)
+		out_reserve_total(req, CONTROL_STREAM_BUFFER + CONTROL_STREAM_LOW_WATER);
 	if (req->out_failed) {
 		/* Replace whatever was built with a short, honest failure. */
+		stream_release(req);
 		req->out_failed = false;
-		req->outlen = (req->raw_code & CTL_FLAG_STATUS) ? sizeof(struct ctl_status_header) : 0;
+		req->outlen = head;
 		req->status = CTL_STATUS_FAILED;
 		if (req->outcap >= req->outlen + sizeof(oom) - 1) {
 			memcpy(req->out + req->outlen, oom, sizeof(oom) - 1);
 			req->outlen += sizeof(oom) - 1;
 		}
 	}
-	if (req->raw_code & CTL_FLAG_STATUS) {
+	if (head) {
 		struct ctl_status_header h = { .magic = CTL_STATUS_MAGIC, .status = req->status };
 
 		if (req->outcap < sizeof(h)) {
@@ -210,14 +350,13 @@ static void request_start_writing(struct control_request *req)
 		}
 		memcpy(req->out, &h, sizeof(h));
 	}
+	loop_timer_arm(req->timer, CONTROL_WRITE_TIMEOUT_MS);
 	if (request_flush(req))
 		return;
 	if (loop_watch(req->srv->loop, req->fd, LOOP_WRITE, on_request_writable, req) < 0) {
 		req->srv->stats.write_errors++;
 		request_free(req);
-		return;
 	}
-	loop_timer_arm(req->timer, WRITE_TIMEOUT_MS);
 }
 
 void control_request_finish(struct control_request *req, enum ctl_status status)
@@ -238,7 +377,7 @@ static void request_dispatch(struct control_request *req)
 	loop_timer_disarm(req->timer);
 
 	if (req->raw_code & CTL_FLAG_STATUS) {
-		/* Room for the status header, filled in when the answer is complete. */
+		/* Room for the status header, filled in when the answer is complete or streams. */
 		if (out_reserve(req, sizeof(struct ctl_status_header)))
 			req->outlen = sizeof(struct ctl_status_header);
 	}
@@ -253,11 +392,17 @@ static void request_dispatch(struct control_request *req)
 		control_request_finish(req, CTL_STATUS_UNKNOWN);
 		return;
 	}
-	if (h->fn(req, h->arg) == CONTROL_DONE) {
+	switch (h->fn(req, h->arg)) {
+	case CONTROL_STREAM:
+		srv->stats.streams++;
+		/* fall through */
+	case CONTROL_DONE:
 		request_start_writing(req);
-	} else {
+		break;
+	case CONTROL_PENDING:
 		req->kept = true;
 		srv->stats.pending++;
+		break;
 	}
 }
 
@@ -283,17 +428,135 @@ static void on_request_readable(struct loop *loop, int fd, unsigned events, void
 	request_dispatch(req);
 }
 
+/* ---- who may connect ----------------------------------------------------- */
+
+static bool peer_in_group(int fd, gid_t group)
+{
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(small);
+	bool found = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+		if (errno != ERANGE || len == 0 || len > NGROUPS_MAX * sizeof(gid_t))
+			return false;
+		groups = malloc(len);
+		if (!groups || getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0) {
+			free(groups);
+			return false;
+		}
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t) && !found; i++)
+		found = groups[i] == group;
+	if (groups != small)
+		free(groups);
+	return found;
+}
+
+/* Root, our own uid, or a member of the group: the credentials of connect() time. */
+static bool peer_allowed(const struct control_server *srv, int fd, struct ucred *cred)
+{
+	socklen_t len = sizeof(*cred);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0 || len != sizeof(*cred)) {
+		*cred = (struct ucred){ .pid = 0, .uid = (uid_t)-1, .gid = (gid_t)-1 };
+		return false;
+	}
+	if (cred->uid == 0 || cred->uid == srv->euid)
+		return true;
+	if (srv->group == CONTROL_NO_GROUP)
+		return false;
+	return cred->gid == srv->group || peer_in_group(fd, srv->group);
+}
+
+static void refusals_log(struct control_server *srv)
+{
+	struct refusals *r = &srv->refusals;
+	char who[96] = "root";
+
+	if (srv->euid != 0)
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), ", uid %u", (unsigned)srv->euid);
+	if (srv->group != CONTROL_NO_GROUP)
+		snprintf(who + strlen(who), sizeof(who) - strlen(who), ", members of group %u",
+			 (unsigned)srv->group);
+	log_warning("control socket %s: refused %" PRIu64 " connection%s of users who may not "
+		    "control the daemon (the last: uid %d, pid %d); allowed: %s",
+		    srv->path, r->unlogged, r->unlogged == 1 ? "" : "s", (int)r->uid, (int)r->pid, who);
+	r->unlogged = 0;
+	r->logged_once = true;
+	r->logged_ms = loop_now_ms(srv->loop);
+}
+
+static void on_refusals_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct control_server *srv = arg;
+
+	if (srv->refusals.unlogged)
+		refusals_log(srv);
+}
+
+/* Count a refused peer; log at once, or at the end of the current quiet interval. */
+static void refusal_note(struct control_server *srv, const struct ucred *cred)
+{
+	struct refusals *r = &srv->refusals;
+	uint64_t now = loop_now_ms(srv->loop);
+
+	srv->stats.refused_credentials++;
+	r->unlogged++;
+	r->uid = cred->uid;
+	r->pid = cred->pid;
+	if (!r->logged_once || now - r->logged_ms >= REFUSAL_LOG_INTERVAL_MS)
+		refusals_log(srv);
+	else if (r->timer && !loop_timer_armed(r->timer))
+		loop_timer_arm(r->timer, r->logged_ms + REFUSAL_LOG_INTERVAL_MS - now);
+}
+
+/* ---- accepting ------------------------------------------------------------- */
+
+/*
+ * Make room for a new connection of process `pid`: close the connection
+ * accepted first among those that have not sent their code, of that same
+ * process if it has one.  So a process that floods the socket with
+ * connections replaces its own, and cannot push out another client whose
+ * code is still on the way.
+ */
+static bool evict_idle(struct control_server *srv, pid_t pid)
+{
+	struct control_request *oldest = NULL, *own = NULL;
+
+	for (struct control_request *req = srv->requests; req; req = req->next) {
+		if (req->state != REQ_READING)
+			continue;
+		if (!oldest || req->seq < oldest->seq)
+			oldest = req;
+		if (req->peer_pid == pid && (!own || req->seq < own->seq))
+			own = req;
+	}
+	if (own)
+		oldest = own;
+	if (!oldest)
+		return false;
+	srv->stats.evicted_idle++;
+	request_free(oldest);
+	return true;
+}
+
 static void on_listen_readable(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct control_server *srv = arg;
 
 	for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
 		struct control_request *req;
+		struct ucred cred;
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (cfd < 0)
 			return;
-		if (srv->nrequests >= MAX_CONNECTIONS) {
+		if (!peer_allowed(srv, cfd, &cred)) {
+			close(cfd);
+			refusal_note(srv, &cred);
+			continue;
+		}
+		if (srv->nrequests >= CONTROL_MAX_CONNECTIONS && !evict_idle(srv, cred.pid)) {
 			srv->stats.refused++;
 			close(cfd);
 			continue;
@@ -312,12 +575,16 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 		srv->stats.connections++;
 		req->srv = srv;
 		req->fd = cfd;
+		req->seq = srv->next_seq++;
+		req->peer_pid = cred.pid;
 		req->next = srv->requests;
 		if (srv->requests)
 			srv->requests->prev = req;
 		srv->requests = req;
 		srv->nrequests++;
-		loop_timer_arm(req->timer, READ_TIMEOUT_MS);
+		loop_timer_arm(req->timer, CONTROL_READ_TIMEOUT_MS);
+		/* A client normally sends its code with connect: serve it before it can look idle. */
+		on_request_readable(loop, cfd, LOOP_READ, req);
 	}
 }
 
@@ -339,12 +606,42 @@ static int socket_is_live(const struct sockaddr_un *sun)
 	return live;
 }
 
+/* The socket file's final owner group and mode, never through a symbolic link. */
+static int socket_set_access(const char *path, gid_t group)
+{
+	mode_t mode = group == CONTROL_NO_GROUP ? 0600 : 0660;
+
+	/* The group first: at 0660 the file must already be the right group's. */
+	if (group != CONTROL_NO_GROUP &&
+	    fchownat(AT_FDCWD, path, (uid_t)-1, group, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	/*
+	 * Set the mode even when the umask gave it: a default ACL of the
+	 * directory replaces the umask, and chmod masks its entries again.
+	 */
+	if (fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS)
+		return -errno;
+	/* No lchmod (old kernel, no /proc): the file was bound by us an instant ago. */
+	{
+		struct stat st;
+
+		if (lstat(path, &st) < 0)
+			return -errno;
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST;
+		return chmod(path, mode) < 0 ? -errno : 0;
+	}
+}
+
 int control_server_open(struct control_server **out, struct loop *loop, const char *path,
-			unsigned backlog)
+			unsigned backlog, gid_t group)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct control_server *srv;
 	struct stat st;
+	mode_t umask_before;
 	int err;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -367,29 +664,45 @@ int control_server_open(struct control_server **out, struct loop *loop, const ch
 	if (!srv)
 		return -ENOMEM;
 	srv->loop = loop;
+	srv->euid = geteuid();
+	srv->group = group;
 	memcpy(srv->path, path, strlen(path) + 1);
+	srv->refusals.timer = loop_timer_new(loop, on_refusals_timer, srv);
+	if (!srv->refusals.timer) {
+		free(srv);
+		return -ENOMEM;
+	}
 	srv->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (srv->fd < 0) {
 		err = -errno;
-		free(srv);
-		return err;
+		goto fail;
 	}
-	if (bind(srv->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    listen(srv->fd, backlog ? (int)backlog : 100) < 0) {
+	/* The daemon is single-threaded: nothing else creates files meanwhile. */
+	umask_before = umask(0177);
+	err = bind(srv->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ? -errno : 0;
+	umask(umask_before);
+	if (err < 0)
+		goto fail;
+	if ((err = socket_set_access(path, group)) < 0)
+		goto fail_bound;
+	if (listen(srv->fd, backlog ? (int)backlog : 100) < 0) {
 		err = -errno;
-		close(srv->fd);
-		free(srv);
-		return err;
+		goto fail_bound;
 	}
 	err = loop_watch(loop, srv->fd, LOOP_READ, on_listen_readable, srv);
-	if (err < 0) {
-		close(srv->fd);
-		unlink(path);
-		free(srv);
-		return err;
-	}
+	if (err < 0)
+		goto fail_bound;
 	*out = srv;
 	return 0;
+
+fail_bound:
+	unlink(path);
+fail:
+	if (srv->fd >= 0)
+		close(srv->fd);
+	loop_timer_free(srv->refusals.timer);
+	free(srv);
+	return err;
 }
 
 void control_server_close(struct control_server *srv)
@@ -409,6 +722,9 @@ void control_server_close(struct control_server *srv)
 			request_free(req);
 		}
 	}
+	if (srv->refusals.unlogged)
+		refusals_log(srv);
+	loop_timer_free(srv->refusals.timer);
 	loop_unwatch(srv->loop, srv->fd);
 	close(srv->fd);
 	unlink(srv->path);

@@ -1,8 +1,9 @@
-# The daemon: start-up, signals, the lock file, service notification and
-# the wiring of the modules.
+# The daemon: start-up, signals, the runtime directory, the lock file,
+# service notification and the wiring of the modules.
 libctsyncd_a_SOURCES += \
 	src/daemon/daemon.c src/daemon/daemon.h \
 	src/daemon/lockfile.c src/daemon/lockfile.h \
 	src/daemon/notify.c src/daemon/notify.h \
 	src/daemon/replication.c src/daemon/replication.h \
-	src/daemon/requests.c src/daemon/requests.h
+	src/daemon/requests.c src/daemon/requests.h \
+	src/daemon/rundir.c src/daemon/rundir.h

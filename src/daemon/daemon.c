@@ -30,6 +30,7 @@
 #include "notify.h"
 #include "replication.h"
 #include "requests.h"
+#include "rundir.h"
 
 struct daemon {
 	const struct config *cfg;
@@ -142,17 +143,18 @@ static void become_ready(struct daemon *d)
 	}
 }
 
+static gid_t control_group(const struct config *cfg)
+{
+	return cfg->general.unix_group[0] ? cfg->general.unix_gid : CONTROL_NO_GROUP;
+}
+
 static int open_control(struct daemon *d)
 {
 	const char *path = d->cfg->general.unix_path;
 	int err;
 
-	if (!*path) {
-		log_warning("no General { UNIX { Path ... } } in %s: the daemon cannot be controlled",
-			    d->cfg->path);
-		return 0;
-	}
-	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog);
+	err = control_server_open(&d->ctl, d->loop, path, d->cfg->general.unix_backlog,
+				  control_group(d->cfg));
 	switch (-err) {
 	case 0:
 		return requests_register(&d->requests, d->ctl);
@@ -166,6 +168,53 @@ static int open_control(struct daemon *d)
 		log_error("cannot open the control socket %s: %s", path, strerror(-err));
 	}
 	return err;
+}
+
+/*
+ * The runtime directory, if the lock file or the socket is in it: made
+ * root's alone before either is created; with a Group that may use a
+ * socket there, its members may pass through it.
+ */
+static int prepare_runtime_dir(const struct config *cfg)
+{
+	bool lock = rundir_holds(CONFIG_RUNTIME_DIR, cfg->general.lockfile);
+	bool sock = rundir_holds(CONFIG_RUNTIME_DIR, cfg->general.unix_path);
+
+	if (!lock && !sock)
+		return 0;
+	return rundir_prepare(CONFIG_RUNTIME_DIR, sock ? control_group(cfg) : (gid_t)-1);
+}
+
+static int take_lock(struct daemon *d)
+{
+	const char *path = d->cfg->general.lockfile;
+	struct lockfile_info info;
+	int err = lockfile_acquire(&d->lock, path, &info);
+
+	if (info.replaced)
+		log_warning("lock file %s %s: not trusted, so it was replaced by a new one", path,
+			    info.replaced_why);
+	if (err == -EWOULDBLOCK) {
+		if (info.owner)
+			log_error("lock file %s is held by a running daemon (pid %d); not starting",
+				  path, (int)info.owner);
+		else
+			log_error("lock file %s is held by a running daemon; not starting", path);
+		return err;
+	}
+	if (err < 0 && info.replaced_why[0] && !info.replaced) {
+		log_error("lock file %s %s: not trusted, and it cannot be replaced: %s", path,
+			  info.replaced_why, strerror(-err));
+		return err;
+	}
+	if (err < 0) {
+		log_error("cannot take the lock file %s: %s", path, strerror(-err));
+		return err;
+	}
+	if (info.stale_pid)
+		log_warning("lock file %s was left by pid %d, which is gone (unclean stop?); taking it over",
+			    path, (int)info.stale_pid);
+	return 0;
 }
 
 /* The internal and external caches, and the kernel side that feeds them. */
@@ -203,26 +252,10 @@ static int start_caches(struct daemon *d)
 static int start(struct daemon *d, bool detach)
 {
 	const struct config *cfg = d->cfg;
-	pid_t owner, stale;
 	int err;
 
-	err = lockfile_acquire(&d->lock, cfg->general.lockfile, &owner, &stale);
-	if (err == -EWOULDBLOCK) {
-		if (owner)
-			log_error("lock file %s is held by a running daemon (pid %d); not starting",
-				  cfg->general.lockfile, (int)owner);
-		else
-			log_error("lock file %s is held by a running daemon; not starting",
-				  cfg->general.lockfile);
+	if ((err = prepare_runtime_dir(cfg)) < 0 || (err = take_lock(d)) < 0)
 		return err;
-	}
-	if (err < 0) {
-		log_error("cannot take the lock file %s: %s", cfg->general.lockfile, strerror(-err));
-		return err;
-	}
-	if (stale)
-		log_warning("lock file %s was left by pid %d, which is gone (unclean stop?); taking it over",
-			    cfg->general.lockfile, (int)stale);
 
 	if (detach) {
 		err = daemonize(d);

@@ -1,16 +1,27 @@
 /*
  * lockfile.c - lock file with liveness through flock().
+ *
+ * The lock may sit in a directory that every user can write (upstream's
+ * /var/lock/conntrack.lock): anyone could then create the file first, or
+ * open one we left readable, and hold an flock on it for ever.  So a file
+ * is only trusted if it is a regular file of our own uid, and ours are
+ * created 0600, which nobody else can open; an untrusted one is removed
+ * and created anew (the other user's flock stays on the removed inode).
  */
 #include "lockfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* Attempts when the file changes under us (a racing start, a racing intruder). */
+#define ATTEMPTS 4
 
 static pid_t read_pid(int fd)
 {
@@ -28,24 +39,100 @@ static pid_t read_pid(int fd)
 	return (pid_t)pid;
 }
 
-static int lockfile_acquire_attempt(struct lockfile *lf, const char *path, pid_t *owner,
-				    pid_t *stale_pid, int attempt)
+/* Why an existing file is not ours to use, or NULL if it is. */
+static const char *untrusted(const struct stat *st, struct lockfile_info *info)
 {
-	struct stat held, named;
-	int fd;
+	if (S_ISLNK(st->st_mode))
+		snprintf(info->replaced_why, sizeof(info->replaced_why), "is a symbolic link");
+	else if (!S_ISREG(st->st_mode))
+		snprintf(info->replaced_why, sizeof(info->replaced_why), "is not a regular file");
+	else if (st->st_uid != geteuid())
+		snprintf(info->replaced_why, sizeof(info->replaced_why),
+			 "belongs to uid %u, not to the daemon's uid %u",
+			 (unsigned)st->st_uid, (unsigned)geteuid());
+	else
+		return NULL;
+	return info->replaced_why;
+}
 
-	*owner = 0;
-	*stale_pid = 0;
-	lf->fd = -1;
-	if (strlen(path) >= sizeof(lf->path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+/* Remove an untrusted file so that the next attempt creates ours. */
+static int replace(const char *path, const struct stat *st, struct lockfile_info *info)
+{
+	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int err = errno;
+	info->replaced = true;
+	info->replaced_uid = st->st_uid;
+	return 0;
+}
 
-		*owner = read_pid(fd);
+/* A new file of ours, or -EEXIST if someone was faster. */
+static int create_exclusive(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The existing file of ours at `path`, if it is still the one lstat saw; -EAGAIN if not. */
+static int open_existing(const char *path, const struct stat *seen)
+{
+	struct stat st;
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP ? -EAGAIN : -errno;
+	if (fstat(fd, &st) < 0 || st.st_ino != seen->st_ino || st.st_dev != seen->st_dev) {
+		close(fd);
+		return -EAGAIN;
+	}
+	return fd;
+}
+
+/*
+ * One attempt.  Returns 0, -EAGAIN to try again (the file changed under
+ * us), -EWOULDBLOCK (a live owner), or another -errno.
+ */
+static int attempt(struct lockfile *lf, const char *path, struct lockfile_info *info)
+{
+	struct stat st, held, named;
+	int fd, err;
+
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		fd = create_exclusive(path);
+		if (fd == -EEXIST)
+			return -EAGAIN;
+		if (fd < 0)
+			return fd;
+	} else if (untrusted(&st, info)) {
+		err = replace(path, &st, info);
+		return err < 0 ? err : -EAGAIN;
+	} else {
+		fd = open_existing(path, &st);
+		if (fd < 0)
+			return fd;
+	}
+
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		err = errno;
+		info->owner = read_pid(fd);
+		/*
+		 * A file of ours that others can read (an older version made
+		 * it 0644) may be locked by anyone who opened it.  If the pid
+		 * it names is gone, the holder is not that daemon.
+		 */
+		if (err == EWOULDBLOCK && fstat(fd, &held) == 0 && (held.st_mode & 077) &&
+		    (info->owner == 0 || (kill(info->owner, 0) < 0 && errno == ESRCH))) {
+			close(fd);
+			snprintf(info->replaced_why, sizeof(info->replaced_why),
+				 "is readable by other users (mode %04o) and locked by a process "
+				 "other than the pid it names",
+				 (unsigned)(held.st_mode & 07777));
+			info->owner = 0;
+			err = replace(path, &held, info);
+			return err < 0 ? err : -EAGAIN;
+		}
 		close(fd);
 		return err == EWOULDBLOCK ? -EWOULDBLOCK : -err;
 	}
@@ -56,11 +143,15 @@ static int lockfile_acquire_attempt(struct lockfile *lf, const char *path, pid_t
 	if (fstat(fd, &held) < 0 || stat(path, &named) < 0 ||
 	    held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
 		close(fd);
-		if (attempt < 3)
-			return lockfile_acquire_attempt(lf, path, owner, stale_pid, attempt + 1);
 		return -EAGAIN;
 	}
-	*stale_pid = read_pid(fd);
+	/* Ours from now on: nobody else may open it, whatever mode an older version gave it. */
+	if ((held.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	info->stale_pid = read_pid(fd);
 	lf->fd = fd;
 	snprintf(lf->path, sizeof(lf->path), "%s", path);
 	return lockfile_write_pid(lf);
@@ -86,7 +177,15 @@ void lockfile_release(struct lockfile *lf)
 	lf->fd = -1;
 }
 
-int lockfile_acquire(struct lockfile *lf, const char *path, pid_t *owner, pid_t *stale_pid)
+int lockfile_acquire(struct lockfile *lf, const char *path, struct lockfile_info *info)
 {
-	return lockfile_acquire_attempt(lf, path, owner, stale_pid, 0);
+	int err = -EAGAIN;
+
+	memset(info, 0, sizeof(*info));
+	lf->fd = -1;
+	if (strlen(path) >= sizeof(lf->path))
+		return -ENAMETOOLONG;
+	for (int i = 0; i < ATTEMPTS && err == -EAGAIN; i++)
+		err = attempt(lf, path, info);
+	return err;
 }

@@ -43,11 +43,6 @@ static int run_client(const struct config *cfg, uint32_t request)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
 
-	if (!cfg->general.unix_path[0]) {
-		fprintf(stderr, "ctsyncd: %s has no General { UNIX { Path ... } }, so there is no "
-			"control socket to send the request to\n", cfg->path);
-		return 1;
-	}
 	if (ctl_client_request(cfg->general.unix_path, request, STDOUT_FILENO, &status) < 0)
 		return 1;
 	return status == CTL_STATUS_OK ? 0 : 1;

@@ -185,6 +185,9 @@ static void report_control(struct requests_ctx *ctx, struct report *r)
 	report_u64(r, "bad_requests", s->bad_requests);
 	report_u64(r, "write_errors", s->write_errors);
 	report_u64(r, "refused", s->refused);
+	report_u64(r, "refused_credentials", s->refused_credentials);
+	report_u64(r, "evicted_idle", s->evicted_idle);
+	report_u64(r, "streams", s->streams);
 	report_u64(r, "pending", s->pending);
 	report_end(r);
 }

@@ -41,7 +41,7 @@ static void setup_once(void)
 	cfg.role = CONFIG_ROLE_SYNC;
 	snprintf(cfg.general.unix_path, sizeof(cfg.general.unix_path), "%s", path);
 	loop = loop_new();
-	if (!loop || control_server_open(&srv, loop, path, 16) < 0)
+	if (!loop || control_server_open(&srv, loop, path, 16, CONTROL_NO_GROUP) < 0)
 		abort();
 	requests_init(&ctx, &cfg, loop);
 	if (requests_register(&ctx, srv) < 0)

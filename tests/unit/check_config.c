@@ -129,6 +129,8 @@ config_same(const struct config *a, const struct config *b, char *why, size_t le
 	SAME_STR(general.lockfile);
 	SAME_STR(general.unix_path);
 	SAME(general.unix_backlog);
+	SAME_STR(general.unix_group);
+	SAME(general.unix_gid);
 	SAME(general.netlink_buffer_size);
 	SAME(general.netlink_buffer_max_growth);
 	SAME(general.netlink_overrun_resync);
@@ -333,7 +335,15 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_relative_unix_path", "General { UNIX { Path ctsyncd.sock } }",
 	  "1:23: expected an absolute path (starting with '/') after Path, got 'ctsyncd.sock'" },
 	{ "rejects_unknown_option_in_unix", "General { UNIX { Mode 0600 } }",
-	  "1:18: unknown option 'Mode' in block UNIX; expected Path or Backlog" },
+	  "1:18: unknown option 'Mode' in block UNIX; expected Path, Backlog or Group" },
+	{ "rejects_unix_group_that_is_not_a_name", "General { UNIX { Group wheel/adm } }",
+	  "1:24: 'wheel/adm' is not a valid group name; expected a letter or '_' followed by "
+	  "letters, digits, '.', '_' or '-', or a numeric gid" },
+	{ "rejects_unix_group_gid_out_of_range", "General { UNIX { Group 4294967295 } }",
+	  "1:24: Group '4294967295' is out of range; expected a gid 0..4294967294" },
+	{ "rejects_unix_group_name_too_long",
+	  "General { UNIX { Group abcdefghijabcdefghijabcdefghijabc } }",
+	  "1:24: Group 'abcdefghijabcdefghijabcdefghijabc' is too long; at most 32 characters" },
 	/* Filter */
 	{ "rejects_unknown_option_in_filter", "General {\n\tFilter {\n\t\tProt Accept { TCP }\n\t}\n}\n",
 	  "3:3: unknown option 'Prot' in block Filter; expected Protocol, Address or State" },
@@ -540,9 +550,11 @@ START_TEST(sync_with_one_udp_link_has_every_default)
 	ck_assert_uint_eq(g->hash_limit, 262144);
 	ck_assert_str_eq(g->logfile, "");
 	ck_assert_int_eq(g->syslog_facility, -1);
-	ck_assert_str_eq(g->lockfile, "/var/lock/ctsyncd.lock");
-	ck_assert_str_eq(g->unix_path, "");
+	ck_assert_str_eq(g->lockfile, "/run/ctsyncd/ctsyncd.lock");
+	ck_assert_str_eq(g->unix_path, "/run/ctsyncd/ctsyncd.sock");
 	ck_assert_uint_eq(g->unix_backlog, 100);
+	ck_assert_str_eq(g->unix_group, "");
+	ck_assert_uint_eq(g->unix_gid, CONFIG_NO_GID);
 	ck_assert_uint_eq(g->netlink_buffer_size, 0);
 	ck_assert_uint_eq(g->netlink_buffer_max_growth, 0);
 	ck_assert_uint_eq(g->netlink_overrun_resync, 30);
@@ -1088,6 +1100,83 @@ START_TEST(missing_file_is_reported_with_its_reason)
 }
 END_TEST
 
+/* ---- UNIX { Group }: ctsyncd's own ------------------------------------- */
+
+/* Write `text` to a temporary file and parse it as the daemon does. */
+static int
+parse_temp_file(struct config *cfg, const char *text, struct config_error *err, char *path,
+		size_t pathlen)
+{
+	int fd, ret;
+
+	snprintf(path, pathlen, "/tmp/ctsyncd-check-config-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	ret = config_parse_file(cfg, path, err, NULL, NULL);
+	unlink(path);
+	return ret;
+}
+
+START_TEST(unix_group_takes_a_numeric_gid_as_it_is)
+{
+	struct config cfg;
+	char *text;
+
+	parse_ok(&cfg, "General { UNIX { Path /run/x.sock Group 4242 } }", NULL);
+	ck_assert_str_eq(cfg.general.unix_group, "4242");
+	ck_assert_uint_eq(cfg.general.unix_gid, 4242);
+	text = print_to_string(&cfg);
+	ck_assert_msg(strstr(text, "\t\tGroup 4242\t# ctsyncd's own option\n") != NULL, "printed:\n%s", text);
+	free(text);
+	assert_round_trip(&cfg, "Group 4242");
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(unix_group_name_is_looked_up_by_parse_file_and_printed)
+{
+	struct config_error err;
+	struct config cfg;
+	char path[64], *text;
+
+	/* The parser alone makes no lookup... */
+	parse_ok(&cfg, "General { UNIX { Group root } }", NULL);
+	ck_assert_str_eq(cfg.general.unix_group, "root");
+	ck_assert_uint_eq(cfg.general.unix_gid, CONFIG_NO_GID);
+	config_free(&cfg);
+	/* ...reading the file does: root is gid 0 everywhere. */
+	ck_assert_msg(parse_temp_file(&cfg, "General {\n\tUNIX { Group root }\n}\n", &err, path,
+				      sizeof(path)) == 0, "%u:%u: %s", err.line, err.column, err.message);
+	ck_assert_str_eq(cfg.general.unix_group, "root");
+	ck_assert_uint_eq(cfg.general.unix_gid, 0);
+	text = print_to_string(&cfg);
+	ck_assert_msg(strstr(text, "\t\tGroup root\t# gid 0; ctsyncd's own option\n") != NULL,
+		      "printed:\n%s", text);
+	free(text);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(rejects_unknown_unix_group_naming_it)
+{
+	struct config_error err;
+	struct config cfg;
+	char path[64];
+
+	ck_assert_int_eq(parse_temp_file(&cfg, "General {\n\tUNIX {\n\t\tPath /run/x.sock\n"
+					 "\t\tGroup ctsyncd-no-such-group\n\t}\n}\n", &err, path,
+					 sizeof(path)), -1);
+	ck_assert_str_eq(err.file, path);
+	ck_assert_uint_eq(err.line, 4);
+	ck_assert_uint_eq(err.column, 9);
+	ck_assert_str_eq(err.message, "unknown group 'ctsyncd-no-such-group' in UNIX { Group }: no "
+			 "such group in the group database; give an existing group or a numeric gid");
+	config_free(&cfg);
+}
+END_TEST
+
 START_TEST(names_of_modes_and_link_kinds)
 {
 	ck_assert_str_eq(config_mode_name(CONFIG_MODE_FTFW), "FTFW");
@@ -1243,6 +1332,9 @@ config_suite(void)
 	tcase_add_test(tc, free_is_safe_on_zeroed_and_defaulted_configs);
 	tcase_add_test(tc, missing_file_is_reported_with_its_reason);
 	tcase_add_test(tc, names_of_modes_and_link_kinds);
+	tcase_add_test(tc, unix_group_takes_a_numeric_gid_as_it_is);
+	tcase_add_test(tc, unix_group_name_is_looked_up_by_parse_file_and_printed);
+	tcase_add_test(tc, rejects_unknown_unix_group_naming_it);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("files");
