@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flow.h"
-#include "flow_table.h"
+#include "flow/flow.h"
+#include "flow/table.h"
 
 #define BATCH 16
 

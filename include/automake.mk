@@ -1,7 +1,3 @@
-noinst_HEADERS = \
-	include/cli.h \
-	include/client.h \
-	include/config.h \
-	include/control_proto.h \
-	include/control_server.h \
-	include/report.h
+# Module contracts live in include/<module>/; each module's automake.mk
+# lists its own.
+noinst_HEADERS =

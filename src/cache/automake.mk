@@ -10,4 +10,4 @@ libctsyncd_a_SOURCES += \
 	src/cache/flush.c \
 	src/cache/report.c \
 	src/cache/stats_log.c src/cache/stats_log.h
-noinst_HEADERS += include/cache.h
+noinst_HEADERS += include/cache/cache.h

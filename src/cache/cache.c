@@ -13,12 +13,12 @@
 #include <string.h>
 #include <linux/filter.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_filter.h"
-#include "flow_table.h"
-#include "kernel_bpf.h"
-#include "log.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/filter.h"
+#include "flow/table.h"
+#include "kernel/bpf.h"
+#include "loop/log.h"
 #include "stats_log.h"
 
 /*

@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cache.h"
-#include "flow.h"
-#include "loop.h"
+#include "cache/cache.h"
+#include "flow/flow.h"
+#include "loop/loop.h"
 
 struct exp_table;
 struct flow_filter;

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_table.h"
-#include "log.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/table.h"
+#include "loop/log.h"
 
 static uint32_t ct_commit_timeout(const struct cache *c, uint32_t h, const struct flow *f)
 {

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_filter.h"
-#include "flow_table.h"
-#include "log.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/filter.h"
+#include "flow/table.h"
+#include "loop/log.h"
 
 static void flush_exps(struct cache *c, bool internal, bool external, struct control_request *req)
 {

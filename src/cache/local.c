@@ -16,10 +16,10 @@
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <time.h>
 
-#include "config.h"
-#include "flow_filter.h"
-#include "flow_table.h"
-#include "log.h"
+#include "config/config.h"
+#include "flow/filter.h"
+#include "flow/table.h"
+#include "loop/log.h"
 #include "stats_log.h"
 
 static void reread_master(struct cache *c, const struct flow_tuple *master);

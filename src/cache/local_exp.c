@@ -16,10 +16,10 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_table.h"
-#include "log.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/table.h"
+#include "loop/log.h"
 
 static bool helper_wanted(const struct cache *c, const struct flow_exp *e)
 {

@@ -8,10 +8,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_table.h"
-#include "wire_format.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/table.h"
+#include "wire/format.h"
 
 static uint32_t ff_timeout(const struct flow_full *ff)
 {

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "config.h"
-#include "exp_table.h"
-#include "flow_format.h"
-#include "flow_table.h"
-#include "report.h"
+#include "config/config.h"
+#include "flow/exp_table.h"
+#include "flow/format.h"
+#include "flow/table.h"
+#include "control/report.h"
 
 /* Entries looked at per fill, printed or not: the work of one fill is bounded. */
 #define DUMP_VISITS_PER_FILL 1024u

@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "flow_format.h"
-#include "log.h"
-#include "loop.h"
+#include "config/config.h"
+#include "flow/format.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #define FLUSH_MS 200u
 #define FILE_BUFFER (64 * 1024)

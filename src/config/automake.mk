@@ -5,6 +5,7 @@ libctsyncd_a_SOURCES += \
 	src/config/parser.c \
 	src/config/parser.h \
 	src/config/config.c
+noinst_HEADERS += include/config/config.h
 
 check_PROGRAMS += tests/unit/check_config
 TESTS += tests/unit/check_config

@@ -17,7 +17,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "parser.h"
 
 /* A configuration file larger than this is certainly not one. */

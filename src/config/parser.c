@@ -25,7 +25,7 @@
 #include <sys/socket.h>
 #include <syslog.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "lexer.h"
 #include "parser.h"
 

@@ -7,7 +7,7 @@
 
 #include <stdarg.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /*
  * Where the parser saw things that the semantic checks talk about; a zero

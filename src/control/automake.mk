@@ -1,7 +1,8 @@
 # src/control: the command line, the client of the control socket, the
 # pure protocol helpers, the statistics report renderer and what it shows
 # of the links (`-s link`).
-noinst_HEADERS += include/control_link_report.h
+noinst_HEADERS += include/control/cli.h include/control/client.h include/control/proto.h \
+	include/control/server.h include/control/report.h include/control/link_report.h
 libctsyncd_a_SOURCES += \
 	src/control/cli.c \
 	src/control/proto.c \

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "control_proto.h"
+#include "control/cli.h"
+#include "config/config.h"
+#include "control/proto.h"
 
 /* How much of an offending word is quoted back in a message. */
 #define QUOTE_MAX 64

@@ -11,8 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "control_proto.h"
+#include "control/client.h"
+#include "control/proto.h"
 
 /* Why a daemon drops a connection unanswered: it checks who connects (ctsyncd(8)). */
 #define REFUSED_HINT "it refuses users other than root, its own user and the members of " \

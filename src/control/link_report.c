@@ -5,7 +5,7 @@
  */
 #include <stdio.h>
 
-#include "control_link_report.h"
+#include "control/link_report.h"
 
 static void report_link(struct report *r, const struct link_info *l)
 {

@@ -3,7 +3,7 @@
  */
 #include <stddef.h>
 
-#include "control_proto.h"
+#include "control/proto.h"
 
 static const char *const request_names[CTL_REQUEST_MAX] = {
 	[CTL_FLUSH_KERNEL_CT] = "flush kernel ct",

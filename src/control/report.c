@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "control/report.h"
 
 #define ROOT_SECTION SIZE_MAX
 #define MAX_DECIMALS 17

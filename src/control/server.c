@@ -10,7 +10,7 @@
  * may connect: the socket is 0600 (0660 with a group) from the moment it
  * exists, and each client's credentials are checked at accept.
  */
-#include "control_server.h"
+#include "control/server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,8 +25,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #ifndef SO_PEERGROUPS
 #define SO_PEERGROUPS 59          /* Linux 4.13 */

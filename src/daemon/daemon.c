@@ -21,12 +21,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "config.h"
-#include "control_server.h"
+#include "cache/cache.h"
+#include "config/config.h"
+#include "control/server.h"
 #include "lockfile.h"
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 #include "notify.h"
 #include "replication.h"
 #include "requests.h"

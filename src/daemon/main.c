@@ -9,9 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "client.h"
-#include "config.h"
+#include "control/cli.h"
+#include "control/client.h"
+#include "config/config.h"
 #include "daemon.h"
 
 static void print_version(void)

@@ -20,17 +20,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "config.h"
-#include "control_link_report.h"
-#include "control_server.h"
-#include "flow_table.h"
-#include "link.h"
-#include "log.h"
-#include "loop.h"
-#include "report.h"
-#include "sync.h"
-#include "wire.h"
+#include "cache/cache.h"
+#include "config/config.h"
+#include "control/link_report.h"
+#include "control/server.h"
+#include "flow/table.h"
+#include "link/link.h"
+#include "loop/log.h"
+#include "loop/loop.h"
+#include "control/report.h"
+#include "sync/sync.h"
+#include "wire/wire.h"
 
 /*
  * Bytes the engine may emit per loop iteration: enough to fill the link

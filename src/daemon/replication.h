@@ -6,7 +6,7 @@
 #ifndef CTSYNCD_REPLICATION_H
 #define CTSYNCD_REPLICATION_H
 
-#include "control_server.h"
+#include "control/server.h"
 
 struct cache;
 struct config;

@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache.h"
-#include "config.h"
-#include "control_server.h"
-#include "log.h"
-#include "loop.h"
+#include "cache/cache.h"
+#include "config/config.h"
+#include "control/server.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 #include "replication.h"
-#include "report.h"
+#include "control/report.h"
 
 /* What a request needs in order to make sense. */
 enum need {

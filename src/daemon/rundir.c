@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "loop/log.h"
 
 bool rundir_holds(const char *dir, const char *path)
 {

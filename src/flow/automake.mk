@@ -7,7 +7,7 @@ libctsyncd_a_SOURCES += src/flow/flow.c \
 	src/flow/exp_table.c \
 	src/flow/filter.c \
 	src/flow/format.c
-noinst_HEADERS += include/flow.h include/flow_table.h include/exp_table.h include/flow_filter.h include/flow_format.h
+noinst_HEADERS += include/flow/flow.h include/flow/table.h include/flow/exp_table.h include/flow/filter.h include/flow/format.h
 
 check_PROGRAMS += tests/unit/check_flow_table tests/unit/check_flow_filter
 TESTS += tests/unit/check_flow_table tests/unit/check_flow_filter

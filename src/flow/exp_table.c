@@ -7,7 +7,7 @@
  * matter).  The index is an array of bucket heads, chained through
  * `hnext`, doubled when the table holds more entries than buckets.
  */
-#include "exp_table.h"
+#include "flow/exp_table.h"
 
 #include <errno.h>
 #include <stdbool.h>

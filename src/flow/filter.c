@@ -1,7 +1,7 @@
 /*
  * filter.c - the compiled Filter (see flow_filter.h for the semantics).
  */
-#include "flow_filter.h"
+#include "flow/filter.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

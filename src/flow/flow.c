@@ -1,7 +1,7 @@
 /*
  * flow.c - keys of flows (equality, hashing, normal form) and the merge of a partial update.
  */
-#include "flow.h"
+#include "flow/flow.h"
 
 #include <string.h>
 #include <sys/socket.h>

@@ -2,7 +2,7 @@
  * format.c - flows and expectations as text lines, for dumps (-i, -e) and
  * logs, and flows as conntrackd's XML (-x).
  */
-#include "flow_format.h"
+#include "flow/format.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -12,7 +12,7 @@
  * labels but no NAT/helper/master costs nothing beyond its 64 bytes, and
  * `attrs` alone says how to read `ext`.
  */
-#include "flow_table.h"
+#include "flow/table.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 
 #include <libmnl/libmnl.h>
 
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 /* A CTA_TUPLE_* nest into `out` (zeroed first; zone 0), checked against `family`. */
 enum kernel_reason kernel_tuple_parse(const struct nlattr *nest, uint8_t family,

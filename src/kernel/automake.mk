@@ -1,7 +1,7 @@
 # src/kernel: the only code that talks ctnetlink -- conversion between
 # netlink attributes and flows (pure), the event socket, dumps, and the
 # batched writer.  nl.h is private to this folder.
-noinst_HEADERS += include/kernel.h include/kernel_bpf.h src/kernel/nl.h
+noinst_HEADERS += include/kernel/kernel.h include/kernel/bpf.h src/kernel/nl.h
 libctsyncd_a_SOURCES += \
 	src/kernel/ct_attr.c \
 	src/kernel/exp_attr.c src/kernel/attr.h \

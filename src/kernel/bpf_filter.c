@@ -13,7 +13,7 @@
  * Scratch memory: M[0] the original tuple's offset, M[1] the protocol,
  * M[2] the endpoint being matched.
  */
-#include "kernel_bpf.h"
+#include "kernel/bpf.h"
 
 #include <arpa/inet.h>
 #include <endian.h>

@@ -6,7 +6,7 @@
  * reads; the builder uses libmnl's bounded put functions.
  */
 #include "attr.h"
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 #include <errno.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * at the pace we read it: a slice is a bounded number of reads, and the
  * level-triggered socket brings us back on the next loop iteration.
  */
-#include "kernel.h"
+#include "kernel/kernel.h"
 #include "nl.h"
 
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #define DUMP_BUF_SIZE (64 * 1024)
 #define DUMP_DEFAULT_SLICE 16

@@ -13,7 +13,7 @@
  * is empty; a resynchronising dump started before that point would miss
  * the states created between its walk and the end of the congestion.
  */
-#include "kernel.h"
+#include "kernel/kernel.h"
 #include "nl.h"
 
 #include <errno.h>
@@ -27,8 +27,8 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 /* 64 slots of 4 KiB: 256 KiB per call; a conntrack event is 200-700 bytes. */
 #define EV_SLOTS 64

@@ -10,7 +10,7 @@
  * event, so the owner reads the master again when its related flow
  * appears.
  */
-#include "kernel.h"
+#include "kernel/kernel.h"
 #include "nl.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
  * the size an answer takes there (ANSWER_TRUESIZE, measured with some
  * margin), and the buffer is sized for a full batch.
  */
-#include "kernel.h"
+#include "kernel/kernel.h"
 #include "nl.h"
 
 #include <errno.h>
@@ -24,8 +24,8 @@
 #include <libmnl/libmnl.h>
 #include <linux/netlink.h>
 
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #define DEFAULT_BATCH (256 * 1024)
 #define MIN_BATCH (16 * 1024)

@@ -1,7 +1,7 @@
 # src/link: the dedicated links (UDP, multicast, TCP; IPv4 and IPv6; up to
 # four with failover), the channel buffer that packs messages into
 # datagrams, and the rtnetlink watch.  internal.h is private to this folder.
-noinst_HEADERS += include/link.h src/link/internal.h
+noinst_HEADERS += include/link/link.h src/link/internal.h
 libctsyncd_a_SOURCES += \
 	src/link/channel.c \
 	src/link/stream.c \

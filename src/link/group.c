@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "internal.h"
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 /* ---- sending ------------------------------------------------------------------- */
 

@@ -25,8 +25,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-#include "config.h"
-#include "link.h"
+#include "config/config.h"
+#include "link/link.h"
 
 struct loop;
 struct loop_timer;

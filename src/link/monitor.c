@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #define NL_BUF_SIZE     32768u
 

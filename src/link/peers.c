@@ -18,8 +18,8 @@
 #include <net/if.h>
 #include <string.h>
 
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 #define STRANGER_LOG_MS 10000u
 /* A multicast stranger makes us read the interface's addresses again, at most this often. */

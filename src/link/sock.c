@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "log.h"
+#include "loop/log.h"
 
 /*
  * A socket address for `a` and `port` (-EAFNOSUPPORT for an unset

@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "log.h"
-#include "loop.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 static int set_int(int fd, int level, int opt, int v)
 {

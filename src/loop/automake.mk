@@ -3,4 +3,4 @@
 libctsyncd_a_SOURCES += \
 	src/loop/loop.c \
 	src/loop/log.c
-noinst_HEADERS += include/loop.h include/log.h
+noinst_HEADERS += include/loop/loop.h include/loop/log.h

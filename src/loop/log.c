@@ -1,7 +1,7 @@
 /*
  * log.c - conntrackd-style log lines to stderr, a file and/or syslog.
  */
-#include "log.h"
+#include "loop/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * loop.c - epoll event loop with a timer heap, signalfd and before-sleep hooks.
  */
-#include "loop.h"
+#include "loop/loop.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 # src/sync: the replication modes (FTFW, NOTRACK, ALARM) as pure state machines.
 # ftfw_int.h is private to this folder.
-noinst_HEADERS += include/sync.h src/sync/ftfw_int.h
+noinst_HEADERS += include/sync/sync.h src/sync/ftfw_int.h
 libctsyncd_a_SOURCES += \
 	src/sync/queue.c \
 	src/sync/rx.c \

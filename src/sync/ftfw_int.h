@@ -11,7 +11,7 @@
 #ifndef CTSYNCD_SYNC_FTFW_INT_H
 #define CTSYNCD_SYNC_FTFW_INT_H
 
-#include "sync.h"
+#include "sync/sync.h"
 
 /* Which queue a flow is in (struct ftfw_link.queue). */
 enum ftfw_queue {

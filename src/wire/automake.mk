@@ -1,5 +1,5 @@
 # src/wire: the conntrackd-1.4.7-compatible codec (pure: bytes <-> flow).
-noinst_HEADERS += include/wire.h include/wire_format.h src/wire/tlv.h
+noinst_HEADERS += include/wire/wire.h include/wire/format.h src/wire/tlv.h
 libctsyncd_a_SOURCES += \
 	src/wire/tlv.c \
 	src/wire/header.c \

@@ -2,7 +2,7 @@
  * reason.c - names of the rejection reasons, and the `-s network` counter
  * each one is counted under.
  */
-#include "wire.h"
+#include "wire/wire.h"
 
 struct reason_info {
 	const char *name;

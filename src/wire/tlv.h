@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>         /* AF_INET, AF_INET6: constants only */
 
-#include "wire.h"
+#include "wire/wire.h"
 
 /* ---- writer ------------------------------------------------------------- */
 

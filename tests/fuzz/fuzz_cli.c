@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "control_proto.h"
+#include "control/cli.h"
+#include "control/proto.h"
 
 #define MAX_ARGS 64
 

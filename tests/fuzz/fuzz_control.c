@@ -17,9 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "control_server.h"
-#include "loop.h"
+#include "config/config.h"
+#include "control/server.h"
+#include "loop/loop.h"
 #include "../../src/daemon/requests.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -40,9 +40,9 @@
 
 #include <linux/netfilter/nf_conntrack_common.h>
 
-#include "kernel.h"
-#include "log.h"
-#include "loop.h"
+#include "kernel/kernel.h"
+#include "loop/log.h"
+#include "loop/loop.h"
 
 static struct loop *loop;
 static int failures;

@@ -35,13 +35,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "control_link_report.h"
-#include "link.h"
-#include "log.h"
-#include "loop.h"
-#include "report.h"
-#include "wire.h"
+#include "config/config.h"
+#include "control/link_report.h"
+#include "link/link.h"
+#include "loop/log.h"
+#include "loop/loop.h"
+#include "control/report.h"
+#include "wire/wire.h"
 
 #define MAX_SEQ         (1u << 20)
 #define LINE_MAX_LEN    512

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 void world_fail(struct world *w, const char *fmt, ...)
 {

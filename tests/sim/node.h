@@ -24,11 +24,11 @@
 #include <stdint.h>
 
 #include "channel.h"
-#include "flow.h"
-#include "flow_table.h"
+#include "flow/flow.h"
+#include "flow/table.h"
 #include "old147.h"
 #include "rng.h"
-#include "sync.h"
+#include "sync/sync.h"
 
 #define SIM_NODES_MAX 3
 #define SIM_DELETED_RING 64

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 #define DEFAULT_RSQ     131072u         /* ResendQueueSize (protocol.md §3.2) */
 #define DEFAULT_WINDOW  300u            /* ACKWindowSize (protocol.md §3.4) */

@@ -26,8 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
-#include "flow_table.h"
+#include "flow/flow.h"
+#include "flow/table.h"
 
 struct old147;
 

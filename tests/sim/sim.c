@@ -88,8 +88,8 @@
 #include "channel.h"
 #include "node.h"
 #include "rng.h"
-#include "sync.h"
-#include "wire.h"
+#include "sync/sync.h"
+#include "wire/wire.h"
 
 #define QUIET_MS        5000u           /* idle this long before comparing */
 #define SETTLE_MAX_MS   600000u         /* after healing, give up after this */

@@ -22,9 +22,9 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 
-#include "flow_filter.h"
-#include "kernel.h"
-#include "kernel_bpf.h"
+#include "flow/filter.h"
+#include "kernel/kernel.h"
+#include "kernel/bpf.h"
 
 /* ---- the interpreter ----------------------------------------------------------------- */
 

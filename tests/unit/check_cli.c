@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "config.h"
-#include "control_proto.h"
+#include "control/cli.h"
+#include "config/config.h"
+#include "control/proto.h"
 
 #define MAX_ARGS 10
 #define DEF CONFIG_DEFAULT_PATH

@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
-#include "control_proto.h"
+#include "control/client.h"
+#include "control/proto.h"
 
 struct fake_daemon {
 	int listen_fd;

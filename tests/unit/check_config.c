@@ -14,7 +14,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config/config.h"
 
 #define DEBIAN_EXAMPLES "/usr/share/doc/conntrackd/examples"
 

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "control_server.h"
-#include "loop.h"
+#include "control/server.h"
+#include "loop/loop.h"
 
 static char dir[64], path[128];
 static struct loop *loop;

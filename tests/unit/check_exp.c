@@ -18,13 +18,13 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 
-#include "exp_table.h"
-#include "flow.h"
-#include "flow_format.h"
-#include "flow_table.h"
-#include "kernel.h"
-#include "sync.h"
-#include "wire.h"
+#include "flow/exp_table.h"
+#include "flow/flow.h"
+#include "flow/format.h"
+#include "flow/table.h"
+#include "kernel/kernel.h"
+#include "sync/sync.h"
+#include "wire/wire.h"
 
 static void tuple4(struct flow_tuple *t, const char *src, const char *dst, uint16_t sport,
 		   uint16_t dport)

@@ -13,9 +13,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "config.h"
-#include "flow.h"
-#include "flow_filter.h"
+#include "config/config.h"
+#include "flow/flow.h"
+#include "flow/filter.h"
 
 /* Kernel tcp_conntrack numbers (protocol.md §2.7, NTA 4). */
 enum { TCP_SYN_SENT = 1, TCP_ESTABLISHED = 3, TCP_TIME_WAIT = 7, TCP_CLOSE = 8 };

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <linux/netfilter/nf_conntrack_common.h>
 
-#include "flow_format.h"
+#include "flow/format.h"
 
 static struct flow_full ff;
 

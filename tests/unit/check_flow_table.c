@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "flow.h"
-#include "flow_table.h"
+#include "flow/flow.h"
+#include "flow/table.h"
 
 /*
  * A successful ck_assert_* records a mark point (a write to Check's pipe);

@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "flow.h"
-#include "flow_table.h"
-#include "sync.h"
-#include "wire.h"
+#include "flow/flow.h"
+#include "flow/table.h"
+#include "sync/sync.h"
+#include "wire/wire.h"
 
 #define REQUIRE(cond, ...) do { if (!(cond)) ck_abort_msg(__VA_ARGS__); } while (0)
 #define EXPECT_EQ(what, expected, actual) do { \

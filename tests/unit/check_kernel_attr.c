@@ -20,7 +20,7 @@
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_conntrack.h>
 
-#include "kernel.h"
+#include "kernel/kernel.h"
 
 #define BUFSZ 8192
 

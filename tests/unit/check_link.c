@@ -12,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control_link_report.h"
+#include "control/link_report.h"
 #include "internal.h"
-#include "loop.h"
-#include "report.h"
-#include "wire.h"
+#include "loop/loop.h"
+#include "control/report.h"
+#include "wire/wire.h"
 
 /* A data message of `len` bytes (>= 8) carrying `seq`, its padding derived from seq. */
 static void make_msg(uint8_t *p, size_t len, uint32_t seq)

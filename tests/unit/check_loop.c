@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "loop.h"
+#include "loop/loop.h"
 
 struct trace {
 	char log[256];

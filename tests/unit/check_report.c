@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control_link_report.h"
-#include "report.h"
+#include "control/link_report.h"
+#include "control/report.h"
 
 /* ---- allocation failure injection ---------------------------------- */
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "wire.h"
+#include "wire/wire.h"
 
 #ifndef IPPROTO_UDPLITE
 #define IPPROTO_UDPLITE 136

@@ -1,5 +1,5 @@
 /*
- * flow_filter.h - the `General { Filter { ... } }` of conntrackd.conf,
+ * flow/filter.h - the `General { Filter { ... } }` of conntrackd.conf,
  * compiled for fast checks (protocol.md §6 "Filtering").
  *
  * A filter has up to three parts, each Accept or Ignore:
@@ -40,8 +40,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "flow.h"
+#include "config/config.h"
+#include "flow/flow.h"
 
 struct flow_filter;
 

@@ -1,5 +1,5 @@
 /*
- * control_proto.h - the UNIX control socket protocol.
+ * control/proto.h - the UNIX control socket protocol.
  *
  * conntrackd 1.4.7's protocol (ctsyncd(8), CONTROL PROTOCOL): the client connects, sends
  * one native-endian 32-bit request code, and reads text until the daemon

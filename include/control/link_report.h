@@ -1,12 +1,12 @@
 /*
- * control_link_report.h - `-s link` (module control): what the link group
+ * control/link_report.h - `-s link` (module control): what the link group
  * exposes (link_group_info) rendered into a report, text or JSON.
  */
 #ifndef CTSYNCD_CONTROL_LINK_REPORT_H
 #define CTSYNCD_CONTROL_LINK_REPORT_H
 
-#include "link.h"
-#include "report.h"
+#include "link/link.h"
+#include "control/report.h"
 
 /*
  * Statistics as `conntrackd -s link` shows them, one section per link

@@ -1,5 +1,5 @@
 /*
- * exp_table.h - the tables of expectations (ExpectationSync): the
+ * flow/exp_table.h - the tables of expectations (ExpectationSync): the
  * internal one (the kernel's, from events and dumps) and the external one
  * (the peer's).
  *
@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
-#include "flow_table.h"
+#include "flow/flow.h"
+#include "flow/table.h"
 
 struct exp_table;
 

@@ -1,5 +1,5 @@
 /*
- * flow_format.h - a flow as one line of text, in the shape of
+ * flow/format.h - a flow as one line of text, in the shape of
  * `conntrack -L` and `conntrackd -i/-e`:
  *
  *   tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "flow.h"
+#include "flow/flow.h"
 
 enum flow_format_opt {
 	FLOW_FMT_TIMEOUT = 1u << 0,   /* the remaining timeout after the protocol number */

@@ -1,5 +1,5 @@
 /*
- * flow.h - the one representation of a conntrack state inside ctsyncd.
+ * flow/flow.h - the one representation of a conntrack state inside ctsyncd.
  *
  * A `struct flow` is a compact, fixed-size record (64 bytes) holding what
  * almost every state has: the original tuple, zone, status, protocol state,

@@ -1,5 +1,5 @@
 /*
- * sync.h - the replication modes as pure state machines (module `sync`).
+ * sync/sync.h - the replication modes as pure state machines (module `sync`).
  *
  * FTFW, the reliable mode of conntrackd 1.4.7, with its wire behaviour
  * (doc/protocol.md §3): one sequence counter for every message sent, ACK
@@ -82,10 +82,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
-#include "exp_table.h"
-#include "flow_table.h"
-#include "wire.h"
+#include "flow/flow.h"
+#include "flow/exp_table.h"
+#include "flow/table.h"
+#include "wire/wire.h"
 
 struct ftfw;
 

@@ -1,5 +1,5 @@
 /*
- * client.h - ctsyncd's side of a request on the UNIX control socket.
+ * control/client.h - ctsyncd's side of a request on the UNIX control socket.
  *
  * The request is conntrackd's (a native-endian u32 code, text back until
  * the daemon closes), with CTL_FLAG_STATUS ORed in so that the reply
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "control_proto.h"
+#include "control/proto.h"
 
 /* Per read, for every request except the commits (ctl_request_waits()). */
 #define CTL_CLIENT_TIMEOUT_MS 30000

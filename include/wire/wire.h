@@ -1,5 +1,5 @@
 /*
- * wire.h - the conntrackd-1.4.7-compatible codec (module `wire`).
+ * wire/wire.h - the conntrackd-1.4.7-compatible codec (module `wire`).
  *
  * Pure functions between bytes and records: no allocation, no system
  * call, no global state.  Encoders write into a caller's buffer of a given
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
-#include "wire_format.h"
+#include "flow/flow.h"
+#include "wire/format.h"
 
 /* ---- reasons -------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /*
- * flow_table.h - the tables of flows: the internal cache (local kernel
+ * flow/table.h - the tables of flows: the internal cache (local kernel
  * states) and the external cache (the peer's states).
  *
  * A table maps a key (family, original tuple, zone: flow_tuple_equal and
@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
+#include "flow/flow.h"
 
 struct flow_table;
 

@@ -1,5 +1,5 @@
 /*
- * link.h - the dedicated links (module `link`): UDP unicast, multicast and
+ * link/link.h - the dedicated links (module `link`): UDP unicast, multicast and
  * TCP, IPv4 and IPv6, up to four redundant links with failover.
  *
  * A link moves bytes and knows nothing of what they mean.  The sync layer
@@ -50,7 +50,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "config.h"
+#include "config/config.h"
 
 struct loop;
 struct link;

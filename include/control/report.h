@@ -1,5 +1,5 @@
 /*
- * report.h - statistics and status as a tree of named values, rendered
+ * control/report.h - statistics and status as a tree of named values, rendered
  * either as aligned text (for people, close to conntrackd's `-s` output)
  * or as one JSON object (for machines).  One producer, two renderings, so
  * the two can never disagree.  Pure: renders into a growing buffer.

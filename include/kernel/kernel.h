@@ -1,5 +1,5 @@
 /*
- * kernel.h - the only code that talks ctnetlink (module `kernel`).
+ * kernel/kernel.h - the only code that talks ctnetlink (module `kernel`).
  *
  * Four parts:
  *   1. conversion, pure: one ctnetlink conntrack message <-> struct flow_full
@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "flow.h"
+#include "flow/flow.h"
 
 struct loop;
 struct sock_filter;

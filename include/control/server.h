@@ -1,5 +1,5 @@
 /*
- * control_server.h - the UNIX control socket, on the event loop.
+ * control/server.h - the UNIX control socket, on the event loop.
  *
  * One request per connection (conntrackd's protocol, control_proto.h).
  * Handlers are registered per request code.  A handler either answers at
@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "control_proto.h"
+#include "control/proto.h"
 
 struct loop;
 struct control_server;

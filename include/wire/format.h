@@ -1,5 +1,5 @@
 /*
- * wire_format.h - every size, id, flag and constant of the conntrackd 1.4.7
+ * wire/format.h - every size, id, flag and constant of the conntrackd 1.4.7
  * sync wire format.
  *
  * The section numbers ("protocol.md §2.2") refer to doc/protocol.md.

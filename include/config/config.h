@@ -1,5 +1,5 @@
 /*
- * config.h - the one validated, immutable view of a conntrackd.conf file.
+ * config/config.h - the one validated, immutable view of a conntrackd.conf file.
  *
  * Only src/config/ reads configuration files and validates options; every
  * other module receives a `const struct config *`.  The grammar is that of

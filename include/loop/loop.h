@@ -1,5 +1,5 @@
 /*
- * loop.h - the single epoll event loop (in the manner of Redis's ae.c).
+ * loop/loop.h - the single epoll event loop (in the manner of Redis's ae.c).
  *
  * File events are indexed by fd, timers by an opaque handle, and signals
  * arrive through a signalfd so that handlers run on the loop, never in

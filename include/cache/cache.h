@@ -1,5 +1,5 @@
 /*
- * cache.h - the internal cache (this node's kernel states) and the
+ * cache/cache.h - the internal cache (this node's kernel states) and the
  * external cache (the peer's), for conntracks and, with ExpectationSync,
  * expectations, with everything that moves states between them and the
  * kernel: events, dumps and polls, direct injection and HotStandby's
@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "control_server.h"
-#include "kernel.h"
+#include "control/server.h"
+#include "kernel/kernel.h"
 
 /* Bytes of per-entry user area in the internal cache, for the sync engine's queues. */
 #define CACHE_USER_BYTES 24u

@@ -1,5 +1,5 @@
 /*
- * log.h - logging in conntrackd's line format:
+ * loop/log.h - logging in conntrackd's line format:
  *   [Sun Nov 22 06:35:12 2026] (pid=1234) [ERROR] text
  * to stderr (before daemonizing, or in the foreground), to a log file
  * and/or to syslog, as the configuration says.

@@ -1,5 +1,5 @@
 /*
- * kernel_bpf.h - `Filter From Kernelspace`: the Filter compiled into a
+ * kernel/bpf.h - `Filter From Kernelspace`: the Filter compiled into a
  * classic BPF program for the conntrack event socket (module `kernel`,
  * pure: no system calls).
  *
@@ -20,7 +20,7 @@
 
 #include <linux/filter.h>
 
-#include "config.h"
+#include "config/config.h"
 
 /*
  * Compile `f` into `prog` (room for `cap` instructions).  Returns the

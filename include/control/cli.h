@@ -1,5 +1,5 @@
 /*
- * cli.h - the command line of ctsyncd, compatible with conntrackd 1.4.7
+ * control/cli.h - the command line of ctsyncd, compatible with conntrackd 1.4.7
  * (ctsyncd(8), OPTIONS), plus a few long options of our own.
  *
  * cli_parse() is pure: it reads argv and fills a struct cli_options; it
