@@ -6,6 +6,12 @@
  * client might send after it); every request must be answered or dropped,
  * never crash, leak or hang the loop, and an answer to a request carrying
  * CTL_FLAG_STATUS must start with a valid status header.
+ *
+ * Where the harness may make a network namespace of its own (root), the
+ * caches run there too, against that namespace's empty conntrack table,
+ * so that dumps, flushes, commits, purges and re-reads are fuzzed through
+ * their real handlers without touching the host's table.  The socket and
+ * its directory are removed at exit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cache/cache.h"
 #include "config/config.h"
 #include "control/server.h"
 #include "loop/loop.h"
@@ -29,21 +37,34 @@ static struct control_server *srv;
 static struct config cfg;
 static struct requests_ctx ctx;
 static char path[108];
+static char dir[] = "/tmp/ctsyncd-fuzz-XXXXXX";
+static struct cache *cache;
+
+static void teardown(void)
+{
+	control_server_close(srv);      /* unlinks the socket */
+	cache_free(cache);
+	loop_free(loop);
+	rmdir(dir);
+}
 
 static void setup_once(void)
 {
-	char dir[] = "/tmp/ctsyncd-fuzz-XXXXXX";
-
 	if (!mkdtemp(dir))
 		abort();
 	snprintf(path, sizeof(path), "%s/ctl", dir);
 	config_defaults(&cfg);
 	cfg.role = CONFIG_ROLE_SYNC;
+	cfg.sync.purge_timeout = 1;
 	snprintf(cfg.general.unix_path, sizeof(cfg.general.unix_path), "%s", path);
 	loop = loop_new();
 	if (!loop || control_server_open(&srv, loop, path, 16, CONTROL_NO_GROUP) < 0)
 		abort();
+	atexit(teardown);
 	requests_init(&ctx, &cfg, loop);
+	/* The caches only in a namespace of our own: -F and the purge flush its table. */
+	if (unshare(CLONE_NEWNET) == 0 && cache_new(&cache, &cfg, loop, 1) == 0 && cache_start(cache) == 0)
+		ctx.cache = cache;
 	if (requests_register(&ctx, srv) < 0)
 		abort();
 }
