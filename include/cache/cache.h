@@ -100,8 +100,15 @@ int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff
 void cache_prefetch_remote(struct cache *c, uint8_t type, const struct flow_full *ff);
 /* An expectation from the peer (WIRE_T_EXP_NEW/UPD/DEL).  0 or -errno, counted. */
 int cache_apply_remote_exp(struct cache *c, uint8_t type, const struct flow_exp *e);
-/* Empty the external conntrack cache (the peer restarted and will send everything again). */
-void cache_flush_external(struct cache *c);
+/*
+ * The peer restarted and sends its table again: mark what the external
+ * conntrack cache holds now.  cache_external_sweep(), once that resend is
+ * over, removes what was not stored again since the mark, in slices; until
+ * then nothing is lost (mark and sweep: no message empties the cache).
+ */
+void cache_external_mark(struct cache *c);
+bool cache_external_marked(const struct cache *c);
+void cache_external_sweep(struct cache *c);
 
 /* The cache sections of -s and -s cache. */
 void cache_report(struct cache *c, struct report *r);

@@ -234,11 +234,13 @@ struct ftfw_ops {
 	 */
 	void (*peer_event)(void *arg, unsigned peer, enum ftfw_peer_event ev);
 	/*
-	 * `peer` restarted (FTFW_PEER_RESTARTED): forget the states you hold
-	 * from it, which may include some it no longer has (its DELs lost
-	 * with it).  Called after peer_event() and before the engine asks
-	 * for the peer's whole table again.  Optional: NULL = nothing to
-	 * forget (the states held are not the peer's alone, say).
+	 * `peer` restarted (FTFW_PEER_RESTARTED): the states you hold from
+	 * it may include some it no longer has (its DELs lost with it).
+	 * Forget them, or mark them and sweep what the peer does not send
+	 * again (the daemon, src/cache/remote.c).  Called after peer_event()
+	 * and before the engine asks for the peer's whole table again.
+	 * Optional: NULL = nothing to forget (the states held are not the
+	 * peer's alone, say).
 	 */
 	void (*peer_reset)(void *arg, unsigned peer);
 	/*

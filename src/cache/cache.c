@@ -305,7 +305,7 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
 	if (err == 0) {
 		c->purge_timer = loop_timer_new(loop, cache_on_purge_timer, c);
 		c->repair_timer = loop_timer_new(loop, on_repair_timer, c);
-		if (!c->purge_timer || !c->repair_timer)
+		if (!c->purge_timer || !c->repair_timer || cache_sweep_init(c) < 0)
 			err = -ENOMEM;
 	}
 	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_ALARM &&
@@ -452,6 +452,7 @@ void cache_free(struct cache *c)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
 	loop_timer_free(c->repair_timer);
+	loop_timer_free(c->sweep_timer);
 	loop_timer_free(c->expiry.timer);
 	loop_timer_free(c->x.expiry.timer);
 	loop_timer_free(c->poll_timer);

@@ -101,6 +101,7 @@ struct poll_result {
 struct cache_counters {
 	uint64_t events_new, events_update, events_destroy, events_filtered, events_unknown;
 	uint64_t remote_new, remote_update, remote_delete, remote_delete_unknown, remote_failed;
+	uint64_t remote_swept;            /* stale after a peer's restart (mark and sweep) */
 	uint64_t commits, committed_ok, committed_updated, committed_failed;
 	uint64_t injected_ok, injected_failed;
 	uint64_t resyncs, swept;
@@ -192,6 +193,13 @@ struct cache {
 
 	struct cache_expiry expiry;       /* ALARM: the external conntrack cache */
 
+	/* mark and sweep of the external cache after a peer's restart (remote.c) */
+	bool sweep_marked;
+	uint32_t sweep_before_s;          /* entries last stored before this second are stale */
+	uint32_t sweep_cursor;
+	uint64_t sweep_removed;
+	struct loop_timer *sweep_timer;
+
 	/* states a table refused (HashLimit, memory): repaired once there is room (cache.c) */
 	struct cache_gap local_gap, remote_gap;
 	struct loop_timer *repair_timer;
@@ -260,6 +268,8 @@ int cache_exp_load(struct cache *c, bool tell, struct control_request *req);
 /* ---- remote.c: the external caches ---- */
 /* A failed injection or mirror write (cookie with COOKIE_INJECT). */
 void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int err);
+/* The sweep's timer.  0 or -ENOMEM. */
+int cache_sweep_init(struct cache *c);
 /* A failed expectation request (cookie with COOKIE_EXP). */
 void cache_exp_write_error(struct cache *c, enum kernel_op op, int err);
 

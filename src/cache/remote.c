@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "flow/exp_table.h"
 #include "flow/table.h"
+#include "loop/log.h"
 #include "wire/format.h"
 
 static uint32_t ff_timeout(const struct flow_full *ff)
@@ -130,9 +131,71 @@ void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int
 					      : "writing a received state into the kernel", err);
 }
 
-void cache_flush_external(struct cache *c)
+/*
+ * Mark and sweep.  A restarted peer sends its table again; until it has,
+ * what we hold of it stays (a takeover meanwhile commits it), and what it
+ * did not send again goes afterwards: states it deleted while we could not
+ * hear it.  The mark is the time (whole seconds) before which an entry was
+ * last stored; the resend stores every live entry anew.  The sweep runs in
+ * slices from a loop timer, never in one stall.
+ */
+#define SWEEP_VISIT 16384u
+#define SWEEP_PERIOD_MS 10u
+
+void cache_external_mark(struct cache *c)
 {
-	flow_table_clear(c->external);
+	/* A second mark before the sweep keeps the first: what was stale then still is. */
+	if (!c->sweep_marked) {
+		c->sweep_marked = true;
+		c->sweep_before_s = cache_now_s(c);
+	}
+	c->sweep_cursor = 0;
+	loop_timer_disarm(c->sweep_timer);
+}
+
+bool cache_external_marked(const struct cache *c)
+{
+	return c->sweep_marked;
+}
+
+static void on_sweep_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct cache *c = arg;
+	unsigned visited = 0;
+	uint32_t h;
+
+	(void)loop;
+	while (visited++ < SWEEP_VISIT) {
+		h = flow_table_next(c->external, &c->sweep_cursor);
+		if (!h) {
+			log_notice("external cache: %llu states the restarted peer did not send again "
+				   "removed, %u kept", (unsigned long long)c->sweep_removed,
+				   flow_table_count(c->external));
+			c->sweep_marked = false;
+			return;
+		}
+		if (flow_table_updated(c->external, h) < c->sweep_before_s) {
+			flow_table_delete(c->external, h);
+			c->sweep_removed++;
+			c->n.remote_swept++;
+		}
+	}
+	loop_timer_arm(timer, SWEEP_PERIOD_MS);
+}
+
+void cache_external_sweep(struct cache *c)
+{
+	if (!c->sweep_marked || loop_timer_armed(c->sweep_timer))
+		return;
+	c->sweep_cursor = 0;
+	c->sweep_removed = 0;
+	on_sweep_timer(c->loop, c->sweep_timer, c);
+}
+
+int cache_sweep_init(struct cache *c)
+{
+	c->sweep_timer = loop_timer_new(c->loop, on_sweep_timer, c);
+	return c->sweep_timer ? 0 : -ENOMEM;
 }
 
 /* ---- expectations ------------------------------------------------------------------ */

@@ -266,6 +266,8 @@ void cache_report(struct cache *c, struct report *r)
 		report_u64(r, "deleted", c->n.remote_delete);
 		report_u64(r, "deleted_unknown", c->n.remote_delete_unknown);
 		report_u64(r, "failed", c->n.remote_failed);
+		report_u64(r, "stale_swept", c->n.remote_swept);
+		report_bool(r, "sweep_pending", c->sweep_marked);
 		report_u64(r, "injection_failures", c->n.injected_failed);
 		if (c->cfg->sync.mode == CONFIG_MODE_ALARM)
 			report_u64(r, "expired", c->expiry.expired);

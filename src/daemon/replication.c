@@ -38,6 +38,9 @@
  * link's queue (the engine goes on at the next iteration).
  */
 #define SEND_BUDGET (256u * 1024u)
+/* The external cache's sweep after a peer's restart: sweep_due(). */
+#define SWEEP_QUIET_MS 2000u
+#define SWEEP_MAX_MS 60000u
 
 _Static_assert(FTFW_USER_BYTES <= CACHE_USER_BYTES, "the internal cache's user area is too small");
 
@@ -49,6 +52,8 @@ struct peer_addr {
 
 struct replication {
 	const struct config *cfg;
+	/* mark and sweep of the external cache after the peer's restart (peer_reset()) */
+	uint64_t marked_ms, quiet_since_ms, data_seen;
 	struct loop *loop;
 	struct cache *cache;
 	struct link_group *links;
@@ -175,19 +180,45 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 
 /*
  * A restarted peer may have lost messages for states we still hold (a DEL
- * in particular): drop what we have from it (the engine then asks for its
- * whole table).  With one peer (unicast, TCP) the external cache is all
- * its; a multicast group shares the cache, so there nothing is dropped and
- * only the resync request is made.
+ * in particular), and the engine asks for its whole table.  What we hold
+ * of it is marked, not dropped: a takeover while the resend is in flight
+ * still finds every state, and once the resend is over (sweep_due())
+ * what the peer did not send again goes.  With one peer (unicast, TCP)
+ * the external cache is all its; a multicast group shares the cache, so
+ * there only the resync request is made.
  */
 static void peer_reset(void *arg, unsigned peer)
 {
 	struct replication *r = arg;
 
 	(void)peer;
-	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
-	    !r->cfg->sync.disable_external_cache)
-		cache_flush_external(r->cache);
+	if (r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST || r->cfg->sync.disable_external_cache)
+		return;
+	cache_external_mark(r->cache);
+	r->marked_ms = loop_now_ms(r->loop);
+	r->quiet_since_ms = r->marked_ms;
+	r->data_seen = 0;
+}
+
+/*
+ * The restarted peer's resend is over: our RESYNC request is answered, and
+ * no state has come from it for SWEEP_QUIET_MS (its bulk sends without
+ * pauses), or, on a peer too busy to ever be quiet, SWEEP_MAX_MS have
+ * passed.  Sweeping early costs no state for good: one not resent yet is
+ * stored again when it comes.
+ */
+static bool sweep_due(struct replication *r, uint64_t now)
+{
+	struct ftfw_stats st;
+
+	ftfw_stats(r->engine, &st);
+	if (st.data_recv != r->data_seen) {
+		r->data_seen = st.data_recv;
+		r->quiet_since_ms = now;
+	}
+	if (now - r->marked_ms >= SWEEP_MAX_MS)
+		return true;
+	return !st.resync_outstanding && now - r->quiet_since_ms >= SWEEP_QUIET_MS;
 }
 
 static void on_local_change(void *arg, uint32_t handle, enum kernel_event ev)
@@ -267,6 +298,8 @@ static void before_sleep(struct loop *loop, void *arg)
 	if (!link_group_backlog(r->links))
 		ftfw_send(r->engine, now, SEND_BUDGET);
 	link_group_flush(r->links);
+	if (cache_external_marked(r->cache) && sweep_due(r, now))
+		cache_external_sweep(r->cache);
 	arm_timer(r);
 }
 

@@ -115,6 +115,31 @@ pair_start A
 check "A restarted alone has the 2500 states of its kernel" wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/A.conf' -i | grep -c .) -eq 2500 ]]"
 pair_start B
 check "B started after A, without StartupResync, gets A's table" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+# A restarted peer's states are marked, not flushed: B keeps them while A
+# sends its table again, then sweeps what A no longer has (300 states
+# deleted in A's kernel while its daemon was down).
+for ((i = 0; i < 300; i++)); do
+	echo "-I -s 10.44.0.1 -d 10.44.0.2 -p udp --sport $((10000 + i)) --dport 53 -t 600"
+done | ip netns exec "$NS_A" conntrack -f - >/dev/null 2>&1 ||
+	for ((i = 0; i < 300; i++)); do
+		ct_in A -I -s 10.44.0.1 -d 10.44.0.2 -p udp --sport $((10000 + i)) --dport 53 -t 600 >/dev/null
+	done
+check "B has A's 2800 states" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2800 ]]"
+kill -KILL "$(head -n1 "$WORK/A.lock")"
+wait_until 5 bash -c "! kill -0 $(head -n1 "$WORK/A.lock") 2>/dev/null"
+rm -f "$WORK/A.lock"
+ct_in A -D -s 10.44.0.1 >/dev/null
+pair_start A
+min=2800
+for ((i = 0; i < 40; i++)); do
+	n=$(ctl B -e | grep -c .)
+	((n < min)) && min=$n
+	sleep 0.1
+done
+check "B never dropped below A's 2500 live states while A resent them (lowest: $min)" test "$min" -ge 2500
+check "then B swept the 300 that A no longer has" wait_until 20 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c .) -eq 2500 ]]"
+j=$(ctl B -s cache --json)
+check "B counts them as stale_swept" python3 -c 'import json,sys; assert json.loads(sys.argv[1])["remote_states"]["stale_swept"] == 300, sys.argv[1]' "$j"
 j=$(ctl A -s network --json)
 check "A's counters show no malformed message" python3 -c 'import json,sys; assert json.loads(sys.argv[1])["sync"]["malformed"] == 0' "$j"
 

@@ -617,7 +617,9 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
  * The peer's daemon restarted: what it had not told us (DELs lost with its
  * dead entries) is gone from it.  Its states have a table of their own
  * here, flushed whatever the link; the engine then asks for them again and
- * sends ours unasked, as in the daemon (sync.h, FTFW_PEER_RESTARTED).
+ * sends ours unasked, as in the daemon (sync.h, FTFW_PEER_RESTARTED).  The
+ * daemon marks and sweeps instead of flushing (src/cache/remote.c); after
+ * quiescence both end with the peer's table, which is what is compared.
  */
 static void cb_peer_reset(void *arg, unsigned peer)
 {
