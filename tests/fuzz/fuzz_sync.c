@@ -19,7 +19,8 @@
  *   2  timing   bits 0-1 the per-step send budget (budgets[]); 2-4 RefreshTime - 1 (s);
  *               5-6 first RTO (rtos[]); 7 the clock starts at 0 instead of 10^6 ms
  *   3  table    bits 0-3 flows in the table before ftfw_new(); 4 one of them dead;
- *               5 ops->peer_reset left NULL
+ *               5 ops->peer_reset left NULL; 6 ALARM's randomness from
+ *               ops->random (a fixed xorshift) instead of the engine's PRNG
  *   4-7         the initial sequence number (little-endian)
  *
  * Each step is an opcode byte, low nibble the operation, high nibble `a`,
@@ -58,7 +59,14 @@
  *               2^20 + u16 ahead (a restart), 2 go back u8, 3 our next - u8
  *   E ECHO      one of the last 8 messages we emitted ((a >> 2) back), fed
  *               back to us from p (a multicast group loops back)
- *   F SEND      an extra ftfw_send() with budget extra_budgets[a & 7]
+ *   F SEND      a & 8 clear: an extra ftfw_send() with budget extra_budgets[a & 7]
+ *     BURST     a & 8 set: c, k: 1 + 4c conntrack messages from p (the state
+ *               of key k with content k, type CT_NEW + (k >> 2) % 3, a & 4
+ *               HELLO), numbered ctr[p], then every 1 + (k & 3) (gaps), in
+ *               datagrams of 1472 bytes: what a bulk send looks like, and
+ *               enough to fill the engine's rings of ACK repeats and gaps;
+ *               BURST_MSGS_MAX in all per input (3 bytes say 1021 messages:
+ *               a run of 0xff would cost seconds)
  *
  * Sequence modes (2 bits): 0 ctr[p]++ (in sequence); 1 a gap of 1 + u8;
  * 2 old: ctr[p] - 1 - u8; 3 an absolute u32 (ctr[p] follows it).
@@ -71,6 +79,7 @@
  * abort()s after saying which.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,6 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define DGRAM_MAX       WIRE_RX_BUF
 #define TICKS_PER_STEP  256u            /* deadlines run by one TICK step before it jumps */
 #define SEEN_SLOTS      8192u           /* the sequence numbers we fed, for the ACK check */
+#define BURST_DGRAM     1472u           /* an Ethernet MTU less IP and UDP headers */
+#define BURST_MSGS_MAX  1024u           /* per input: twice the ring of ACK repeats, four times the gaps */
 
 /*
  * What one received message can make the engine emit (rx.c): in sequence,
@@ -154,12 +165,15 @@ struct fz {
 
 	/* the run of messages being received, for the apply and prefetch checks */
 	const struct wire_msg *run;
-	unsigned run_n, run_peer, apply_pos;
+	unsigned run_n, run_peer, apply_pos, prefetch_pos;
 
 	/* peers */
 	uint32_t ctr[NPEERS];
 	uint16_t fed;                   /* got a message whose header passed the splitter */
 	uint16_t ev_new, ev_lost;
+	uint64_t peer_msgs[NPEERS], peer_restarts[NPEERS];
+	uint64_t msgs_fed, bytes_fed;
+	uint32_t rng;                   /* ops->random */
 	int reset_due;                  /* peer whose FTFW_PEER_RESTARTED awaits peer_reset, or -1 */
 
 	/* what bulk_walks may reach */
@@ -168,6 +182,8 @@ struct fz {
 	/* the datagram being built by CTL+ / DATA+ */
 	unsigned dgram_peer;
 	size_t dgram_len;
+
+	unsigned burst_msgs;
 
 	/* the last messages we emitted, for ECHO */
 	unsigned echo_head, echo_n;
@@ -442,6 +458,32 @@ static void fz_emit(void *arg, const void *msg, size_t len)
 		F.echo_n++;
 }
 
+/*
+ * What a conntrack message decodes to, for the checks below.  The messages
+ * of a burst differ in their sequence numbers only, which the decoder
+ * does not read: the last result is kept, keyed by the rest of the bytes.
+ */
+static bool decode_ct(const struct wire_msg *m, const struct flow_full **out)
+{
+	static uint8_t key[FTFW_MSG_MAX];
+	static size_t key_len;
+	static bool key_ok;
+	static struct flow_full f;
+
+	if (m->len > sizeof(key)) {
+		*out = &scratch_flow;
+		return wire_ct_decode(m->data, m->len, &scratch_flow) == WIRE_OK;
+	}
+	*out = &f;
+	if (key_len == m->len && memcmp(key, m->data, WIRE_OFF_SEQ) == 0 &&
+	    memcmp(key + WIRE_HDR_LEN, m->data + WIRE_HDR_LEN, m->len - WIRE_HDR_LEN) == 0)
+		return key_ok;
+	memcpy(key, m->data, m->len);
+	key_len = m->len;
+	key_ok = wire_ct_decode(m->data, m->len, &f) == WIRE_OK;
+	return key_ok;
+}
+
 /* May this message of the run carry a state for apply() of `type`? */
 static bool is_data_for(const struct wire_msg *m, uint8_t type)
 {
@@ -462,9 +504,9 @@ static void fz_apply(void *arg, unsigned peer, uint8_t type, const struct flow_f
 	CHECK(F.phase == PH_RECEIVE && peer == F.run_peer && wire_type_is_ct(type));
 	while (F.apply_pos < F.run_n) {
 		const struct wire_msg *m = &F.run[F.apply_pos++];
+		const struct flow_full *d;
 
-		if (is_data_for(m, type) && wire_ct_decode(m->data, m->len, &scratch_flow) == WIRE_OK &&
-		    same_flow(&scratch_flow, f))
+		if (is_data_for(m, type) && decode_ct(m, &d) && same_flow(d, f))
 			return;
 	}
 	fail(__LINE__, "apply() of a state no message of the run decodes to");
@@ -484,17 +526,17 @@ static void fz_apply_exp(void *arg, unsigned peer, uint8_t type, const struct fl
 	fail(__LINE__, "apply_exp() of an expectation no message of the run decodes to");
 }
 
-/* A hint, before apply(): some conntrack message of the run decodes to it. */
+/* A hint, before apply(): what a conntrack message of the run decodes to, in order. */
 static void fz_prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
 {
 	(void)arg;
 	CHECK(F.phase == PH_RECEIVE && peer == F.run_peer && wire_type_is_ct(type));
-	for (unsigned i = 0; i < F.run_n; i++) {
-		const struct wire_msg *m = &F.run[i];
+	while (F.prefetch_pos < F.run_n) {
+		const struct wire_msg *m = &F.run[F.prefetch_pos++];
+		const struct flow_full *d;
 
 		if (m->reason == WIRE_OK && m->kind == WIRE_K_DATA && m->hdr.type == type &&
-		    wire_ct_decode(m->data, m->len, &scratch_flow) == WIRE_OK &&
-		    same_flow(&scratch_flow, f))
+		    decode_ct(m, &d) && same_flow(d, f))
 			return;
 	}
 	fail(__LINE__, "prefetch() of a state no message of the run decodes to");
@@ -529,6 +571,7 @@ static void fz_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	case FTFW_PEER_RESTARTED:
 		/* Only FTFW tracks restarts; peer_reset comes next (sync.h). */
 		CHECK(F.phase == PH_RECEIVE && F.mode == FTFW_MODE_FTFW && (F.ev_new & bit));
+		F.peer_restarts[peer]++;
 		if (F.use_peer_reset)
 			F.reset_due = (int)peer;
 		break;
@@ -550,6 +593,17 @@ static void fz_peer_reset(void *arg, unsigned peer)
 	(void)arg;
 	CHECK(F.phase == PH_RECEIVE && F.reset_due == (int)peer);
 	F.reset_due = -1;
+}
+
+/* ALARM only, and only while something is armed: when a flow is sent or loaded. */
+static uint32_t fz_random(void *arg)
+{
+	(void)arg;
+	CHECK(F.alarm);
+	F.rng ^= F.rng << 13;
+	F.rng ^= F.rng >> 17;
+	F.rng ^= F.rng << 5;
+	return F.rng;
 }
 
 /* ---- the invariants after each engine call ---------------------------------------- */
@@ -605,6 +659,26 @@ static uint64_t bulk_walks_max(void)
 	return 2 * (F.bulk_ops + peers);
 }
 
+/* What the engine says of each peer is what it told us through peer_event(). */
+static void check_peers(const struct ftfw_stats *st)
+{
+	struct ftfw_peer_stats ps;
+	uint64_t restarts = 0;
+
+	for (unsigned p = 0; p < NPEERS; p++) {
+		uint16_t bit = (uint16_t)(1u << p);
+
+		CHECK(ftfw_peer_stats(F.e, p, &ps) == 0);
+		CHECK(ps.known == ((F.ev_new & bit) != 0) && ps.lost == ((F.ev_lost & bit) != 0));
+		CHECK(ps.msg_recv == F.peer_msgs[p] && ps.restarts == F.peer_restarts[p]);
+		CHECK(!ps.hello_pending || (!F.notrack && ps.known));
+		CHECK(ps.last_heard <= F.now);
+		restarts += ps.restarts;
+	}
+	CHECK(restarts == st->peer_restarts);
+	CHECK(ftfw_peer_stats(F.e, FTFW_PEERS_MAX, &ps) == -EINVAL);
+}
+
 static void check_state(void)
 {
 	struct ftfw_stats st;
@@ -633,6 +707,8 @@ static void check_state(void)
 	CHECK(st.nack_repeated <= NACK_REPEATS * (st.nack_sent - st.nack_repeated));
 	CHECK(st.peers <= (unsigned)__builtin_popcount(F.fed));
 	CHECK(st.bulk_walks <= bulk_walks_max());
+	CHECK(st.msg_recv == F.msgs_fed && st.bytes_recv == F.bytes_fed);
+	check_peers(&st);
 }
 
 /* The resend queue as `-s rsqueue` lists it; O(in flight), so once a step. */
@@ -685,15 +761,20 @@ static void engine_tick(void)
 /* One run of at most FTFW_RX_AHEAD messages of a datagram, as replication.c's on_receive(). */
 static void feed_run(unsigned peer, const struct wire_msg *m, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		if (m[i].reason == WIRE_OK) {
 			F.fed |= (uint16_t)(1u << peer);
 			seen_add(m[i].hdr.seq);
 		}
+		F.bytes_fed += m[i].len;
+	}
+	F.peer_msgs[peer] += n;
+	F.msgs_fed += n;
 	F.run = m;
 	F.run_n = n;
 	F.run_peer = peer;
 	F.apply_pos = 0;
+	F.prefetch_pos = 0;
 	begin(PH_RECEIVE);
 	CHECK(ftfw_receive_batch(F.e, peer, m, n, F.now) == 0);
 	F.phase = PH_NONE;
@@ -881,13 +962,14 @@ static void local_changed(uint32_t h, bool loaded)
 		CHECK(ftfw_flow_changed(F.e, h) == 0);
 }
 
-static void upsert(uint32_t key, uint8_t content, bool loaded)
+static uint32_t upsert(uint32_t key, uint8_t content, bool loaded)
 {
 	uint32_t h;
 
 	make_flow(&scratch_flow, key % KEYS, content);
 	CHECK(flow_table_upsert(F.t, &scratch_flow, (uint32_t)(F.now / 1000), &h) >= 0);
 	local_changed(h, loaded);
+	return h;
 }
 
 static void step_kill(unsigned a)
@@ -958,6 +1040,44 @@ static void step_peer(unsigned a)
 	}
 }
 
+/* One state encoded once, sent n times under the numbers of a bulk (the encoder is fuzz_wire's). */
+static void step_burst(unsigned a)
+{
+	static uint8_t msg[FTFW_MSG_MAX];
+	unsigned peer = a & 3, n = 1 + 4u * u8(), k = u8();
+	struct wire_hdr h = { .type = (uint8_t)(WIRE_T_CT_NEW + (k >> 2) % 3) };
+	uint32_t step = 1 + (k & 3);
+	size_t len;
+	int ret;
+
+	if (n > BURST_MSGS_MAX - F.burst_msgs)
+		n = BURST_MSGS_MAX - F.burst_msgs;
+	F.burst_msgs += n;
+	if (a & 4)
+		h.flags = WIRE_F_HELLO;
+	make_flow(&scratch_flow, k, (uint8_t)k);
+	ret = wire_ct_encode(msg, sizeof(msg), &h, &scratch_flow, WIRE_ENC_TIMEOUT, NULL);
+	CHECK(ret > 0 && (size_t)ret <= BURST_DGRAM);
+	len = (size_t)ret;
+	flush_dgram();
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t *buf;
+
+		if (F.dgram_len + len > BURST_DGRAM)
+			flush_dgram();
+		buf = dgram_room(peer, len);
+		memcpy(buf, msg, len);
+		/* protocol.md §2.2: the sequence number, big-endian, at offset 4. */
+		buf[WIRE_OFF_SEQ] = (uint8_t)(F.ctr[peer] >> 24);
+		buf[WIRE_OFF_SEQ + 1] = (uint8_t)(F.ctr[peer] >> 16);
+		buf[WIRE_OFF_SEQ + 2] = (uint8_t)(F.ctr[peer] >> 8);
+		buf[WIRE_OFF_SEQ + 3] = (uint8_t)F.ctr[peer];
+		F.ctr[peer] += step;
+		F.dgram_len += len;
+	}
+	flush_dgram();
+}
+
 static void step_echo(unsigned a)
 {
 	unsigned back = (a >> 2) % ECHO_RING, i;
@@ -983,13 +1103,13 @@ static void trace(uint8_t op)
 	ftfw_stats(F.e, &st);
 	fprintf(stderr, "op %x.%x now %llu next_seq %u table %u | tx %u retx %u inflight %u "
 		"timers %u | sent %llu data %llu | walks %llu (max %llu) running %d waiting %d "
-		"coalesced %llu | peers %u restarts %llu\n",
+		"coalesced %llu | peers %u restarts %llu evictions %llu\n",
 		op & 15, op >> 4, (unsigned long long)(F.now - F.start), ftfw_next_seq(F.e),
 		flow_table_count(F.t), st.txq_len, st.retxq_len, st.inflight, st.refresh_timers,
 		(unsigned long long)st.msg_sent, (unsigned long long)st.data_sent,
 		(unsigned long long)st.bulk_walks, (unsigned long long)bulk_walks_max(),
 		st.bulk_running, st.bulk_waiting, (unsigned long long)st.bulk_coalesced, st.peers,
-		(unsigned long long)st.peer_restarts);
+		(unsigned long long)st.peer_restarts, (unsigned long long)st.ring_evictions);
 }
 #endif
 
@@ -1017,9 +1137,11 @@ static void step(void)
 		step_tick(a);
 		break;
 	case 0x6: {
-		uint32_t key = u8() | (a & 3) << 8;
+		uint32_t key = u8() | (a & 3) << 8, h;
 
-		upsert(key, u8(), a & 4);
+		h = upsert(key, u8(), a & 4);
+		/* What its message will take, as the codec says for what we stored. */
+		CHECK(ftfw_msg_size(F.e, h) == wire_ct_size(&scratch_flow, F.enc_opts));
 		break;
 	}
 	case 0x7:
@@ -1060,7 +1182,10 @@ static void step(void)
 		step_echo(a);
 		break;
 	default:
-		engine_send(extra_budgets[a & 7]);
+		if (a & 8)
+			step_burst(a);
+		else
+			engine_send(extra_budgets[a & 7]);
 		break;
 	}
 	check_state();
@@ -1120,6 +1245,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.rto_ms = rtos[(c2 >> 5) & 3];
 	if (c3 & 32)
 		ops.peer_reset = NULL;
+	if (c3 & 64)
+		ops.random = fz_random;
 
 	F.mode = cfg.mode;
 	F.notrack = cfg.mode != FTFW_MODE_FTFW;
@@ -1129,6 +1256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	F.budget = budgets[c2 & 3];
 	F.enc_opts = cfg.enc_opts;
 	F.now = F.start = c2 & 128 ? 0 : 1000000;
+	F.rng = 0x9e3779b9u;
 
 	if (flow_table_new(&to, &F.t) < 0)
 		return 0;
@@ -1151,6 +1279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (F.x)
 		CHECK(ftfw_attach_expectations(F.e, F.x) == 0);
+	CHECK(ftfw_receive_batch(F.e, FTFW_PEERS_MAX, NULL, 0, F.now) == -EINVAL);
 	check_state();
 	check_rsqueue();
 	while (F.pos < F.len)

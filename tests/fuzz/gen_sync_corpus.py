@@ -28,10 +28,11 @@ CT_NEW, CT_UPD, CT_DEL, EXP = 0, 1, 2, 3
 
 
 def header(mode=FTFW, flags=0, rsq=15, ackwin=0, budget=1, refresh=0, rto=0, clock0=False,
-           preload=0, preload_dead=False, no_peer_reset=False, seq=1000):
+           preload=0, preload_dead=False, no_peer_reset=False, ops_random=False, seq=1000):
     return bytes([mode | flags, rsq | ackwin << 4,
                   budget | refresh << 2 | rto << 5 | (128 if clock0 else 0),
-                  preload | (16 if preload_dead else 0) | (32 if no_peer_reset else 0)]) + \
+                  preload | (16 if preload_dead else 0) | (32 if no_peer_reset else 0) |
+                  (64 if ops_random else 0)]) + \
         struct.pack('<I', seq & 0xffffffff)
 
 
@@ -136,6 +137,11 @@ def send(budget_index):
     return op(15, budget_index)
 
 
+def burst(peer, count4, k, hello=False):
+    """1 + 4 * count4 messages from peer, keys from k, numbered every 1 + (k & 3)."""
+    return op(15, 8 | peer | (4 if hello else 0)) + bytes([count4, k])
+
+
 def raw(peer, payload):
     if len(payload) > 255:
         return op(0, peer | 4) + struct.pack('<H', len(payload)) + payload
@@ -212,6 +218,16 @@ def seeds():
         raw(0, bytes([0x10, 0, 0, 12, 0, 0, 0, 12, 0, 4, 0, 33])) + \
         raw(0, bytes([0x1a, 0x08, 0, 16, 0, 0, 0, 13, 0, 0, 0, 9, 0, 0, 0, 1])) + \
         raw(0, bytes([0x10, 0, 0, 0])) + raw(0, bytes([0x10, 0, 0, 40, 0, 0, 0, 14])) + tick(1100)
+    # Two in flight, a ring of 64: 63 numbers spent on ACKs evict the oldest (ring_evictions).
+    spent = b''.join(data(0, 10 + i, more=True) for i in range(62)) + data(0, 72)
+    s['ftfw_ring_eviction'] = header(seq=77, rsq=1, ackwin=1) + handshake(0, 300) + \
+        upsert(1) + spent + upsert(2) + tick(20) + ack_all(0) + tick(1500)
+    # A bulk from the peer with a window of 1: more ACKs to repeat than the ring holds.
+    s['ftfw_burst_acks'] = header(seq=500, ackwin=1) + handshake(0, 9000) + \
+        burst(0, 200, 0) + tick(30) + tick(1000)
+    # The same with every other message lost: more gaps than the engine remembers.
+    s['ftfw_burst_gaps'] = header(seq=600, flags=PREFETCH) + handshake(1, 70000) + \
+        burst(1, 100, 1) + tick(1000) + tick(20000) + burst(1, 3, 8, hello=True) + tick(1000)
     # NOTRACK: no handshake, no ACKs; a RESYNC both ways.
     s['notrack'] = header(mode=NOTRACK, seq=55) + peer_set(0, 66) + data(0, 1) + \
         data(0, 2, seq=GAP, seq_arg=4) + many(0, 5) + kill(0) + ctl(0, RESYNC) + \
@@ -221,6 +237,10 @@ def seeds():
         peer_set(1, 1) + data(1, 1) + data(1, 2, hello=True) + many(0, 6) + kill(1) + \
         upsert(200, 3, loaded=True) + tick(2500) + tick(5000, late=True) + ctl(1, RESYNC) + \
         bulk() + request_resync() + tick(3000)
+    # ALARM with the owner's randomness (ops->random), flows refreshed and changed.
+    s['alarm_ops_random'] = header(mode=ALARM, refresh=7, seq=3, ops_random=True) + \
+        many(0, 8) + tick(3000) + upsert(3, 7) + kill(4) + tick(9000, late=True) + \
+        forget_all() + upsert(5, loaded=True) + tick(9000)
     # The clock at 0 and our counter about to wrap.
     s['ftfw_clock0_wrap'] = header(seq=0xfffffffe, clock0=True, no_peer_reset=True) + \
         handshake(3, 0xffffff00) + ctl(3, RESYNC) + many(0, 3) + tick(20) + ack_all(3) + \
