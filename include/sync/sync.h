@@ -389,8 +389,8 @@ void ftfw_request_resync(struct ftfw *e);
  * over.  What peers cause (a RESYNC request, a restart, a first message)
  * is answered by the same walk, but coalesced and spaced inside the
  * engine: at most one walk runs, a request during it makes it run once
- * more, and one soon after a walk waits (1 s, doubling up to 16 s while
- * requests keep coming within 30 s of each other).
+ * more, and one during that second run or soon after a walk waits (1 s,
+ * doubling up to 16 s while requests keep coming within 30 s of each other).
  */
 void ftfw_bulk(struct ftfw *e);
 

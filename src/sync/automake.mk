@@ -25,3 +25,14 @@ tests_sim_sim_SOURCES = tests/sim/sim.c tests/sim/channel.c tests/sim/channel.h 
 	tests/sim/node.c tests/sim/node.h tests/sim/rng.h \
 	tests/sim/old147.c tests/sim/old147.h
 tests_sim_sim_LDADD = libctsyncd.a
+
+# The engine's fuzz harness: programs of peers' datagrams, local changes,
+# timers and requests (tests/fuzz/fuzz_sync.c says the format and the
+# invariants); in the suite it replays tests/fuzz/corpus/sync (every prefix
+# and a few mutations of each seed) through the standalone driver.
+check_PROGRAMS += tests/fuzz/fuzz_sync
+TESTS += tests/fuzz/fuzz_sync
+tests_fuzz_fuzz_sync_SOURCES = tests/fuzz/fuzz_sync.c tests/fuzz/standalone_main.c
+tests_fuzz_fuzz_sync_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"sync"'
+tests_fuzz_fuzz_sync_LDADD = libctsyncd.a
+EXTRA_DIST += tests/fuzz/corpus/sync

@@ -32,18 +32,32 @@ static void bulk_start(struct ftfw *e)
 	e->bulk = true;
 	e->bulk_exp = false;
 	e->bulk_cursor = 0;
+	e->bulk_rerun = false;
 	e->st.bulk_walks++;
 }
 
-/* A walk is over: the one a request made during it is due at once, any later one after the spacing. */
+/*
+ * A walk is over: the one a request made during it is due at once, any
+ * later one after the spacing.  A request during that second walk waits
+ * for the spacing too: run at once, it could be followed by another
+ * request during it, and so on, every walk back to back.
+ */
 static void bulk_walk_ended(struct ftfw *e)
 {
+	bool rerun = e->bulk_rerun;
+
 	e->bulk = false;
 	e->bulk_exp = false;
+	e->bulk_rerun = false;
 	e->bulk_not_before = e->now + e->bulk_spacing;
 	if (e->bulk_again) {
 		e->bulk_again = false;
-		bulk_start(e);
+		if (rerun) {
+			e->bulk_waiting = true;
+		} else {
+			bulk_start(e);
+			e->bulk_rerun = true;
+		}
 	}
 }
 
@@ -106,9 +120,9 @@ void ftfw_bulk(struct ftfw *e)
  * message, so peers get at most one walk at a time, spaced: a request
  * during a walk makes it run once more from the start when it ends (what it sent before the request
  * may have gone to the process that asked before it restarted), however
- * many come; one soon after a walk ended waits for the spacing, which
- * doubles while requests keep coming.  Whatever the peer sends, the table
- * goes out at most twice per spacing.
+ * many come; one during that second run, or soon after a walk ended,
+ * waits for the spacing, which doubles while requests keep coming.
+ * Whatever the peer sends, the table goes out at most twice per spacing.
  */
 void ftfw_bulk_for_peer(struct ftfw *e)
 {

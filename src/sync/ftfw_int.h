@@ -150,6 +150,7 @@ struct ftfw {
 	uint32_t bulk_cursor;
 	/* walks that peers cause: coalesced and spaced (ftfw_bulk_for_peer()) */
 	bool bulk_again;                /* a request came during the walk: once more when it ends */
+	bool bulk_rerun;                /* the walk is that once more: a request during it waits */
 	bool bulk_waiting;              /* a request waits for bulk_not_before */
 	uint64_t bulk_not_before;
 	uint32_t bulk_spacing;          /* ms after a walk before a peer's next one */

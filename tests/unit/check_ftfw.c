@@ -1072,6 +1072,44 @@ START_TEST(resync_requests_during_a_walk_make_one_more_walk)
 }
 END_TEST
 
+/*
+ * The walk that a request made runs at once, but a request during that
+ * walk waits for the spacing: run at once too, requests timed to each walk
+ * would keep the table going out back to back (found by fuzz_sync).
+ */
+START_TEST(a_request_during_the_second_walk_waits_for_the_spacing)
+{
+	uint32_t peer_seq = 102;
+	uint64_t t_end;
+
+	bulk_setup(600);
+	feed_resync(peer_seq++);
+	ftfw_send(H.e, H.now, 2000);
+	feed_resync(peer_seq++);
+	for (int i = 0; i < 1000 && stats().bulk_walks < 2; i++)
+		ftfw_send(H.e, H.now, 2000);
+	EXPECT_EQ("the second walk at once", 2, stats().bulk_walks);
+	/* About 260 messages: the end of the first walk and the start of the second. */
+	for (int i = 0; i < 10; i++)
+		ftfw_send(H.e, H.now, 2000);
+	EXPECT_EQ("the second walk runs", 1, stats().bulk_running);
+	feed_resync(peer_seq++);
+	for (int i = 0; i < 1000 && stats().bulk_running; i++)
+		ftfw_send(H.e, H.now, 2000);
+	EXPECT_EQ("no third walk at once", 2, stats().bulk_walks);
+	EXPECT_EQ("the third one waits", 1, stats().bulk_waiting);
+	/* Three requests within 30 s: the spacing is 4 s from the end of the second walk. */
+	t_end = H.now;
+	h_run_until(t_end + 3900);
+	EXPECT_EQ("still waiting at 3.9 s", 2, stats().bulk_walks);
+	h_run_until(t_end + 4100);
+	EXPECT_EQ("the third walk at 4 s", 3, stats().bulk_walks);
+	drain(&peer_seq, 1000);
+	REQUIRE(ftfw_idle(H.e), "not idle after the third walk");
+	h_teardown();
+}
+END_TEST
+
 START_TEST(a_request_on_a_walk_not_begun_adds_nothing)
 {
 	uint32_t peer_seq = 102;
@@ -2671,6 +2709,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, restart_resets_peer_then_resyncs_and_bulks);
 	tcase_add_test(hello, resync_requests_during_a_walk_make_one_more_walk);
 	tcase_add_test(hello, a_request_on_a_walk_not_begun_adds_nothing);
+	tcase_add_test(hello, a_request_during_the_second_walk_waits_for_the_spacing);
 	tcase_add_test(hello, peers_walks_are_spaced_and_the_spacing_grows);
 	tcase_add_test(hello, a_resync_flood_sends_the_table_a_bounded_number_of_times);
 	tcase_add_test(hello, operator_bulk_is_never_spaced);
