@@ -136,28 +136,6 @@ static void on_request_timeout(struct loop *loop, struct loop_timer *timer, void
 	request_free(req);
 }
 
-static bool out_reserve(struct control_request *req, size_t more)
-{
-	size_t cap;
-	char *p;
-
-	if (req->out_failed)
-		return false;
-	if (req->outlen + more <= req->outcap)
-		return true;
-	cap = req->outcap ? req->outcap : 1024;
-	while (cap < req->outlen + more)
-		cap *= 2;
-	p = realloc(req->out, cap);
-	if (!p) {
-		req->out_failed = true;
-		return false;
-	}
-	req->out = p;
-	req->outcap = cap;
-	return true;
-}
-
 /* A buffer of at least `cap` bytes, exactly that if it must grow. */
 static bool out_reserve_total(struct control_request *req, size_t cap)
 {
@@ -175,6 +153,21 @@ static bool out_reserve_total(struct control_request *req, size_t cap)
 	req->out = p;
 	req->outcap = cap;
 	return true;
+}
+
+/* Room for `more` bytes after what is there, doubling as it grows. */
+static bool out_reserve(struct control_request *req, size_t more)
+{
+	size_t cap;
+
+	if (req->out_failed)
+		return false;
+	if (req->outlen + more <= req->outcap)
+		return true;
+	cap = req->outcap ? req->outcap : 1024;
+	while (cap < req->outlen + more)
+		cap *= 2;
+	return out_reserve_total(req, cap);
 }
 
 void control_request_write(struct control_request *req, const void *buf, size_t len)
