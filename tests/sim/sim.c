@@ -16,7 +16,7 @@
  * table of every other node must equal that node's kernel, field by
  * field, as must each internal table.
  *
- * Usage: sim [--alarm | --mixed [--stable-old]] [--no-bulk-on-new] [--seeds A-B | --seeds N] [--jobs N] [-v]
+ * Usage: sim [--alarm | --mixed [--stable-old]] [--no-bulk-on-new] [--adversary] [--seeds A-B | --seeds N] [--jobs N] [-v]
  *        (or SIM_SEEDS=A-B in the environment).  Default: seeds 1-1000,
  *        split over one process per CPU.  A failing seed prints the
  *        command that reproduces it; SIM_TRACE=1 logs its daemon starts,
@@ -50,6 +50,11 @@
  * that left its resend queue unacknowledged (full, or flushed by our
  * HELLO) or were never NACKed to it, provided ctsyncd never took that
  * transmission (see excused() in node.c).  -v shows what was excused.
+ *
+ * ADVERSARY (--adversary, and FTFW seeds 1-500 in the default run): a
+ * sender that forges a peer's source sends forged restarts, RESYNC floods,
+ * NACKs of the whole sequence space and jumps during the churn (forge());
+ * seeds 1-9000 converge.
  *
  * The default run has seeds 1-1000 of MIXED with --stable-old: only
  * ctsyncd restarts; 1.4.7 runs throughout.  (There, seeds 1-20000 all
@@ -102,6 +107,8 @@ enum sim_mode { MODE_FTFW, MODE_ALARM, MODE_MIXED };
 static const char *const mode_names[] = { "FTFW", "ALARM", "MIXED" };
 
 static bool no_bulk_on_new;             /* --no-bulk-on-new (struct ftfw_config) */
+static bool adversary;                  /* --adversary: forged messages during the churn */
+#define ADVERSARY_SEEDS 500                /* in the default run: FTFW seeds 1-500 with an adversary */
 static bool stable_old;                 /* --stable-old: in MIXED only ctsyncd restarts */
 
 struct scenario {
@@ -269,6 +276,52 @@ static const char *mixed_note(const struct world *w)
 	return buf;
 }
 
+/*
+ * --adversary: a sender on the sync segment that forges the peer's source
+ * (the link cannot tell it apart without a key) sends, at random times
+ * during the churn, one of: an ALIVE|HELLO with a sequence number far from
+ * the peer's (a forged restart), a burst of RESYNC requests, two NACKs
+ * that span the whole sequence space, or an ALIVE with a jump.  The world
+ * must converge all the same once the channel heals and the forging stops.
+ */
+static void forge(struct world *w, struct rng *r)
+{
+	uint8_t buf[WIRE_CTL_RANGE_LEN * 20];
+	unsigned victim = rng_below(r, w->n), spoofed = (victim + 1 + rng_below(r, w->n - 1)) % w->n;
+	uint32_t seq = rng_u32(r);
+	size_t len = 0;
+	struct dgram d;
+	int n;
+
+	if (!w->nodes[victim].up)
+		return;
+	switch (rng_below(r, 4)) {
+	case 0:
+		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_ALIVE | WIRE_F_HELLO, seq, 0, 0);
+		len = n > 0 ? (size_t)n : 0;
+		break;
+	case 1:
+		for (int i = 0; i < 20; i++) {
+			n = wire_ctl_encode(buf + len, sizeof(buf) - len, WIRE_F_RESYNC, seq + (uint32_t)i, 0, 0);
+			len += n > 0 ? (size_t)n : 0;
+		}
+		break;
+	case 2:
+		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_NACK, seq, 0, 0x7fffffffu);
+		len = n > 0 ? (size_t)n : 0;
+		n = wire_ctl_encode(buf + len, sizeof(buf) - len, WIRE_F_NACK, seq + 1, 0x80000000u, 0xffffffffu);
+		len += n > 0 ? (size_t)n : 0;
+		break;
+	default:
+		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_ALIVE, seq, 0, 0);
+		len = n > 0 ? (size_t)n : 0;
+		break;
+	}
+	d = (struct dgram){ .at = w->now, .from = spoofed, .to = victim,
+			    .tag = w->ch.tag[spoofed], .len = len, .data = buf };
+	node_receive(&w->nodes[victim], &d, w->now);
+}
+
 static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct result *res, char *why,
 		    size_t why_len)
 {
@@ -279,6 +332,8 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	bool healed = false, done = false;
 	unsigned next_restart = 0;
 	struct dgram d;
+	struct rng arng = { 0 };
+	uint64_t next_forgery = UINT64_MAX;
 
 	memset(&w, 0, sizeof(w));
 	memset(res, 0, sizeof(*res));
@@ -316,6 +371,11 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	}
 	next_churn = 2000;
 	heal_at = 2000 + sc.churn_ms;
+	if (adversary && mode == MODE_FTFW) {
+		/* Its own stream, so that the worlds are those of the same seeds without it. */
+		rng_seed(&arng, seed ^ 0xad7e5a1ull);
+		next_forgery = 2000 + rng_range(&arng, 0, sc.churn_ms);
+	}
 
 	while (!done && !w.failed) {
 		uint64_t t = UINT64_MAX;
@@ -324,6 +384,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 		if (!healed) {
 			t = t < heal_at ? t : heal_at;
 			t = t < next_churn ? t : next_churn;
+			t = t < next_forgery ? t : next_forgery;
 			if (next_restart < sc.nrestarts && sc.restarts[next_restart].at < t)
 				t = sc.restarts[next_restart].at;
 		}
@@ -364,6 +425,10 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 			if (w.nodes[d.to].up)
 				node_receive(&w.nodes[d.to], &d, w.now);
 			free(d.data);
+		}
+		while (!healed && next_forgery <= w.now) {
+			forge(&w, &arng);
+			next_forgery += rng_range(&arng, 200, 3000);
 		}
 		while (!healed && next_churn <= w.now) {
 			for (unsigned i = 0; i < w.n; i++)
@@ -596,7 +661,7 @@ static unsigned run_range(uint64_t first, uint64_t hi, uint64_t step, enum sim_m
 			printf("FAIL %sseed %llu: %s\n  reproduce: %s%s --seeds %llu -v\n",
 			       mode == MODE_ALARM ? "ALARM " : mode == MODE_MIXED ? "MIXED " : "",
 			       (unsigned long long)seed, why, argv0,
-			       mode == MODE_ALARM ? " --alarm" : mode != MODE_MIXED ? "" :
+			       mode == MODE_ALARM ? " --alarm" : mode != MODE_MIXED ? (adversary ? " --adversary" : "") :
 			       stable_old ? " --mixed --stable-old" : " --mixed",
 			       (unsigned long long)seed);
 			fflush(stdout);
@@ -660,7 +725,8 @@ static unsigned run_seeds(uint64_t lo, uint64_t hi, unsigned jobs, enum sim_mode
 		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("sim: %s seeds %llu-%llu: %llu run, %u failed, %.1f s", mode_names[mode],
+	printf("sim: %s%s seeds %llu-%llu: %llu run, %u failed, %.1f s", mode_names[mode],
+	       adversary && mode == MODE_FTFW ? " with an adversary" : "",
 	       (unsigned long long)lo, (unsigned long long)hi, (unsigned long long)(hi - lo + 1),
 	       failed, (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	if (jobs <= 1 || verbose)
@@ -699,12 +765,14 @@ int main(int argc, char **argv)
 			stable_old = true;
 		} else if (!strcmp(argv[i], "--no-bulk-on-new")) {
 			no_bulk_on_new = true;
+		} else if (!strcmp(argv[i], "--adversary")) {
+			adversary = true;
 		} else if (!strcmp(argv[i], "--bulk") && i + 1 < argc) {
 			bulk = atol(argv[++i]);
 		} else if (!strcmp(argv[i], "--loss") && i + 1 < argc) {
 			loss = atof(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: %s [--alarm|--mixed [--stable-old]] [--no-bulk-on-new] [--seeds A-B|N] [--jobs N] [-v]\n"
+			fprintf(stderr, "usage: %s [--alarm|--mixed [--stable-old]] [--no-bulk-on-new] [--adversary] [--seeds A-B|N] [--jobs N] [-v]\n"
 				"       %s --bulk STATES [--loss FRACTION]\n", argv[0], argv[0]);
 			return 2;
 		}
@@ -737,6 +805,8 @@ int main(int argc, char **argv)
 		failed += run_seeds(1, ALARM_SEEDS, jobs, MODE_ALARM, verbose, argv[0]);
 		stable_old = true;
 		failed += run_seeds(1, MIXED_SEEDS, jobs, MODE_MIXED, verbose, argv[0]);
+		adversary = true;
+		failed += run_seeds(1, ADVERSARY_SEEDS, jobs, MODE_FTFW, verbose, argv[0]);
 	}
 	return failed ? 1 : 0;
 }
