@@ -191,6 +191,12 @@ enum ftfw_peer_event {
 	FTFW_PEER_RESTARTED,
 	FTFW_PEER_LOST,         /* silent for peer_timeout_ms: no longer waited for */
 	FTFW_PEER_BACK,         /* heard again after FTFW_PEER_LOST */
+	/*
+	 * A message continued the sequence space a restart had replaced: one
+	 * of the two was forged (or the old process's datagrams arrive late).
+	 * Messages of both are taken (deviation 24).
+	 */
+	FTFW_PEER_TWO_SPACES,
 };
 
 /*
@@ -419,6 +425,8 @@ struct ftfw_stats {
 	uint64_t ack_repeated;                  /* ACKs sent a second time (rx.c) */
 	uint64_t nack_sent, nack_recv;
 	uint64_t nack_repeated;                 /* NACKs sent again for the same gap (rx.c) */
+	uint64_t nack_held;                     /* resends a NACK asked too soon, held (ack.c) */
+	uint64_t nack_acked;                    /* messages a NACK named that its sender had ACKed */
 	uint64_t alive_sent, alive_recv;
 	uint64_t resync_sent, resync_recv;
 	uint64_t bulk_walks;                    /* walks of the table started (-B, peers) */
@@ -431,6 +439,7 @@ struct ftfw_stats {
 	uint64_t seq_lost;                      /* sequence numbers skipped by gaps (counted exactly) */
 	uint64_t seq_before;                    /* old or duplicate messages dropped */
 	uint64_t peer_restarts;                 /* FTFW_PEER_RESTARTED */
+	uint64_t space_switches;                /* FTFW_PEER_TWO_SPACES (rx.c) */
 	uint64_t dels_dropped;                  /* DELs never sent or acknowledged: every peer was gone */
 	uint64_t soft_restarts;                 /* new sequence spaces of ours (ftfw.c) */
 	uint64_t malformed[WIRE_R_MAX];         /* by reason: splitter, header, payload */
@@ -461,7 +470,7 @@ struct ftfw_peer_stats {
 	bool hello_pending;                     /* it has not answered our HELLO yet */
 	bool in_hello;                          /* its last message carried HELLO */
 	uint32_t last_seq;                      /* its last sequence number accepted */
-	uint64_t msg_recv, seq_lost, seq_before, restarts;
+	uint64_t msg_recv, seq_lost, seq_before, restarts, space_switches;
 	uint64_t last_heard;                    /* `now` of its last message */
 };
 int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out);

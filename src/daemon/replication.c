@@ -41,6 +41,8 @@
 /* The external cache's sweep after a peer's restart: sweep_due(). */
 #define SWEEP_QUIET_MS 2000u
 #define SWEEP_MAX_MS 60000u
+/* FTFW_PEER_TWO_SPACES is logged at most this often. */
+#define SWITCH_LOG_MS 10000u
 
 _Static_assert(FTFW_USER_BYTES <= CACHE_USER_BYTES, "the internal cache's user area is too small");
 
@@ -61,6 +63,8 @@ struct replication {
 	struct loop_timer *timer;
 	struct peer_addr peers[FTFW_PEERS_MAX];
 	uint64_t unknown_peers;       /* datagrams from more peers than we track */
+	uint64_t switch_logged_ms;    /* FTFW_PEER_TWO_SPACES: the last warning */
+	uint64_t switches_unlogged;
 	uint64_t datagrams;
 };
 
@@ -173,9 +177,24 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		[FTFW_PEER_LOST] = "the peer went silent",
 		[FTFW_PEER_BACK] = "the peer is back (starting a new sequence space with it)",
 	};
+	struct replication *r = arg;
+	uint64_t now;
 
-	(void)arg;
-	log_notice("sync: %s (peer %u)", what[ev], peer);
+	if (ev != FTFW_PEER_TWO_SPACES) {
+		log_notice("sync: %s (peer %u)", what[ev], peer);
+		return;
+	}
+	/* A forger keeping its space going switches us at every message: say so once in a while. */
+	now = loop_now_ms(r->loop);
+	r->switches_unlogged++;
+	if (r->switch_logged_ms && now - r->switch_logged_ms < SWITCH_LOG_MS)
+		return;
+	log_warning("sync: peer %u sends in two sequence spaces (%llu switches since the last report): "
+		    "someone forges its messages, or its previous process's datagrams arrive late; "
+		    "both are taken and its table was asked for (configure a Key to refuse forgeries)",
+		    peer, (unsigned long long)r->switches_unlogged);
+	r->switch_logged_ms = now ? now : 1;
+	r->switches_unlogged = 0;
 }
 
 /*
@@ -354,6 +373,8 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "ack_received", st.ack_recv);
 	report_u64(rep, "nack_sent", st.nack_sent);
 	report_u64(rep, "nack_received", st.nack_recv);
+	report_u64(rep, "nack_resends_held", st.nack_held);
+	report_u64(rep, "nack_of_acknowledged", st.nack_acked);
 	report_u64(rep, "resync_sent", st.resync_sent);
 	report_u64(rep, "resync_received", st.resync_recv);
 	report_u64(rep, "bulk_walks", st.bulk_walks);
@@ -364,6 +385,7 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_u64(rep, "sequence_lost", st.seq_lost);
 	report_u64(rep, "sequence_before", st.seq_before);
 	report_u64(rep, "peer_restarts", st.peer_restarts);
+	report_u64(rep, "peer_space_switches", st.space_switches);
 	report_u64(rep, "dels_dropped_peer_gone", st.dels_dropped);
 	if (r->cfg->sync.mode == CONFIG_MODE_ALARM) {
 		report_u64(rep, "refreshes", st.refreshes);

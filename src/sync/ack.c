@@ -121,19 +121,77 @@ void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
 	ftfw_rs_range(e, from, to, ack_one, &bit);
 }
 
+/*
+ * Deviation 25: a message resent for a NACK is resent for another NACK
+ * only once NACK_HOLD_MS have passed since.  A NACK is an answer to a
+ * message that came after the one it names, so on a link whose round trip
+ * is under the hold only a lost resend, found at once, waits: for the
+ * rest of the hold, not for the peer's NACK repeat or our RTO.  A forger
+ * that NACKs our whole window over and over gets it at most once per
+ * hold; the first NACK of a message, and every NACK on a slower link, is
+ * answered at once.
+ */
+#define NACK_HOLD_MS    50u
+
 static void nack_one(struct ftfw *e, uint32_t h, struct ftfw_link *l, void *arg)
 {
-	(void)arg;
+	uint16_t bit = *(const uint16_t *)arg;
+
+	/* It says it got this one (deviation 25): a stale or forged NACK. */
+	if (l->acked & bit) {
+		e->st.nack_acked++;
+		return;
+	}
+	if (l->by_nack && e->now < l->sent + NACK_HOLD_MS) {
+		if (!l->nack_held) {
+			l->nack_held = 1;
+			if (!e->nack_held_n++ || l->sent + NACK_HOLD_MS < e->nack_hold_due)
+				e->nack_hold_due = l->sent + NACK_HOLD_MS;
+			e->st.nack_held++;
+		}
+		return;
+	}
 	/* protocol.md §3.4: back to be sent again, with a new sequence number. */
 	ftfw_q_move(e, Q_RETX, h, l);
+	l->by_nack = 1;
 }
 
-void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to)
+void ftfw_on_nack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to)
 {
+	uint16_t bit = (uint16_t)(1u << peer);
+
 	if (e->resync == RESYNC_INFLIGHT && seq_in(e->resync_seq, from, to))
 		e->resync = RESYNC_PENDING;
 	/* Elements already acknowledged or released are not found: nothing to do (protocol.md §3.4). */
-	ftfw_rs_range(e, from, to, nack_one, NULL);
+	ftfw_rs_range(e, from, to, nack_one, &bit);
+}
+
+/* The holds that ended go to be resent; the resend queue is in the order of sending. */
+void ftfw_nack_hold_tick(struct ftfw *e, uint64_t now)
+{
+	uint32_t h = e->q[Q_RS].head;
+
+	if (!e->nack_held_n || now < e->nack_hold_due)
+		return;
+	while (h && e->nack_held_n) {
+		struct ftfw_link *l = ftfw_link_of(e, h);
+		uint32_t next = l->next;
+
+		if (l->nack_held) {
+			if (now < l->sent + NACK_HOLD_MS) {
+				e->nack_hold_due = l->sent + NACK_HOLD_MS;
+				return;
+			}
+			ftfw_q_move(e, Q_RETX, h, l);   /* clears nack_held */
+			l->by_nack = 1;
+		}
+		h = next;
+	}
+}
+
+uint64_t ftfw_nack_hold_deadline(const struct ftfw *e)
+{
+	return e->nack_held_n ? e->nack_hold_due : UINT64_MAX;
 }
 
 void ftfw_requeue_inflight(struct ftfw *e)

@@ -560,6 +560,7 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	e->now = max_u64(e->now, now);
 	ftfw_rx_tick(e, now);   /* peers lost, ACKs due */
 	ftfw_fast_retransmit(e, now);
+	ftfw_nack_hold_tick(e, now);
 	if (now >= rto_deadline(e))
 		rto_round(e, now);
 	ftfw_bulk_tick(e, now);
@@ -588,6 +589,7 @@ uint64_t ftfw_next_deadline(const struct ftfw *e)
 	if (e->bulk_waiting)
 		d = min_u64(d, e->bulk_not_before);
 	d = min_u64(d, ftfw_fast_deadline(e));
+	d = min_u64(d, ftfw_nack_hold_deadline(e));
 	d = min_u64(d, ftfw_rx_deadline(e));
 	return d;
 }
@@ -636,6 +638,7 @@ int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats 
 	out->seq_lost = p->seq_lost;
 	out->seq_before = p->seq_before;
 	out->restarts = p->restarts;
+	out->space_switches = p->space_switches;
 	out->last_heard = p->last_heard;
 	return 0;
 }

@@ -36,6 +36,8 @@ struct ftfw_link {
 	uint8_t queue;                  /* enum ftfw_queue */
 	uint8_t hello : 1;              /* Q_RS: it went out flagged HELLO (see ack_one()) */
 	uint8_t life_acked : 1;         /* a message of this life was acknowledged (flow_type()) */
+	uint8_t by_nack : 1;            /* its last transmission answered a NACK (ack.c) */
+	uint8_t nack_held : 1;          /* Q_RS: a NACK named it too soon; resent when the hold ends */
 	uint64_t sent;                  /* Q_RS: `now` of the transmission; Q_WHEEL: the due tick */
 };
 _Static_assert(sizeof(struct ftfw_link) == FTFW_USER_BYTES, "FTFW_USER_BYTES is the link's size");
@@ -67,6 +69,18 @@ struct ftfw_ack_repeat {
 };
 
 /* Everything about one sending peer (protocol.md §3.4, once per peer instead of once per process). */
+/*
+ * What the receiver keeps of one sequence space of a peer (rx.c): the
+ * present one lives in struct ftfw_peer, the one a restart replaced in
+ * ftfw_peer.alt (deviation 24).
+ */
+struct ftfw_space {
+	bool valid;
+	bool in_hello, hello_over;
+	uint32_t last_seq, space_first, hello_end;
+	uint64_t heard;                 /* `now` of its last message accepted */
+};
+
 struct ftfw_peer {
 	bool known;                     /* something valid was received from it */
 	bool lost;                      /* silent for peer_timeout_ms */
@@ -76,6 +90,8 @@ struct ftfw_peer {
 	bool hello_over;                /* hello_end is meaningful */
 	uint32_t hello_end;             /* its first accepted message without HELLO */
 	uint32_t space_first;           /* the first number accepted in its present space */
+	uint64_t space_heard;           /* `now` of the last message accepted in it */
+	struct ftfw_space alt;          /* the space a restart replaced, while it is heard */
 	uint64_t silence;               /* ms between its last message and the one before */
 	bool acks_say_hello;            /* its ACKs/NACKs were flagged HELLO once (1.4.7 does) */
 	bool hello_resync_seen;         /* hello_resync is meaningful */
@@ -100,7 +116,7 @@ struct ftfw_peer {
 	struct ftfw_ack_repeat reps[FTFW_ACK_REPEATS_MAX];
 	unsigned rep_head, rep_len;
 	/* counters */
-	uint64_t msg_recv, seq_lost, seq_before, restarts;
+	uint64_t msg_recv, seq_lost, seq_before, restarts, space_switches;
 };
 
 struct ftfw {
@@ -144,6 +160,10 @@ struct ftfw {
 	uint32_t resync_seq;
 	uint64_t resync_sent;
 	uint16_t resync_acked;
+
+	/* NACKs named messages resent for a NACK less than NACK_HOLD_MS ago (ack.c) */
+	uint32_t nack_held_n;           /* Q_RS elements with nack_held */
+	uint64_t nack_hold_due;         /* nack_held_n: the earliest end of a hold */
 
 	bool bulk;                      /* a bulk walk is running */
 	bool bulk_exp;                  /* it has reached the expectations */
@@ -241,7 +261,9 @@ void ftfw_bulk_tick(struct ftfw *e, uint64_t now);
 
 /* ---- ack.c ---- */
 void ftfw_on_ack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
-void ftfw_on_nack(struct ftfw *e, uint32_t from, uint32_t to);
+void ftfw_on_nack(struct ftfw *e, unsigned peer, uint32_t from, uint32_t to);
+void ftfw_nack_hold_tick(struct ftfw *e, uint64_t now);
+uint64_t ftfw_nack_hold_deadline(const struct ftfw *e);
 /* A peer restarted: what it had not acknowledged is queued again (protocol.md §3.6, deviation 6). */
 void ftfw_requeue_inflight(struct ftfw *e);
 /*

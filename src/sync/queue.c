@@ -48,6 +48,9 @@ void ftfw_q_append(struct ftfw *e, enum ftfw_queue q, uint32_t h, struct ftfw_li
 {
 	struct ftfw_list *list = &e->q[q];
 
+	/* New content is no answer to a NACK: its NACKs are answered at once (ack.c). */
+	if (q == Q_TX)
+		l->by_nack = 0;
 	l->queue = (uint8_t)q;
 	l->next = 0;
 	l->prev = list->tail;
@@ -61,6 +64,10 @@ void ftfw_q_append(struct ftfw *e, enum ftfw_queue q, uint32_t h, struct ftfw_li
 
 void ftfw_q_unlink(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 {
+	if (l->nack_held) {
+		l->nack_held = 0;
+		e->nack_held_n--;
+	}
 	struct ftfw_list *list;
 
 	if (l->queue == Q_NONE)

@@ -44,6 +44,13 @@
 #define RESTART_SILENCE_MS 2500u
 
 /*
+ * Deviation 24: the sequence space a restart replaced is kept while it is
+ * heard at least this often.  A live peer sends every second; a process
+ * that really ended is silent, and its space is forgotten after this.
+ */
+#define ALT_KEEP_MS     10000u
+
+/*
  * Send each ACK once more this long after (deviation 11): late enough to
  * leave in another datagram (the channel is flushed every loop
  * iteration), early enough that the ring of FTFW_ACK_REPEATS_MAX holds
@@ -234,10 +241,22 @@ static enum rx_class classify(struct ftfw_peer *p, const struct wire_msg *m, uin
 	return d == 1 ? RX_IN_SYNC : RX_GAP;
 }
 
+static struct ftfw_space present_space(const struct ftfw_peer *p)
+{
+	return (struct ftfw_space){
+		.valid = p->init, .in_hello = p->in_hello, .hello_over = p->hello_over,
+		.last_seq = p->last_seq, .space_first = p->space_first, .hello_end = p->hello_end,
+		.heard = p->space_heard,
+	};
+}
+
 static void restart(struct ftfw *e, unsigned peer, struct ftfw_peer *p)
 {
 	p->restarts++;
 	e->st.peer_restarts++;
+	/* Deviation 24: the replaced space is kept, in case the restart was forged. */
+	if (p->init)
+		p->alt = present_space(p);
 	/* Whatever ACK we owed belongs to the old process: it is gone. */
 	p->init = false;
 	p->hello_over = false;
@@ -325,6 +344,62 @@ static void new_run(struct ftfw_peer *p, uint32_t seq)
 {
 	p->run_from = seq;
 	p->nprev = 0;
+}
+
+/*
+ * Deviation 24.  Without a key anyone on the segment can send in a peer's
+ * name, and one forged jump (or HELLO) is taken for a restart: the peer's
+ * real messages then look old and would be dropped for as long as the
+ * forger keeps its space going.  So the space a restart replaced is kept,
+ * and a message that continues it, after the present one, is taken: we
+ * switch back to that space (its gap NACKed as any gap) and tell the
+ * owner.  The restart already asked for the peer's table and marked what
+ * we hold of it, so whichever space is real, its states come again; no
+ * message of either is dropped for being in the other.
+ *
+ * Only for a message numbered before the present space began, or one
+ * that would restart it again: a late copy of a message of the present
+ * space is old in it, whatever it would be in the other (1.4.7 seeds its
+ * counter with time(NULL), so its spaces lie close together).
+ */
+static bool resumes_alt(const struct ftfw_peer *p, const struct wire_msg *m, enum rx_class cls,
+			uint64_t now)
+{
+	const struct ftfw_space *a = &p->alt;
+	int64_t d;
+
+	if (!a->valid || now - a->heard > ALT_KEEP_MS)
+		return false;
+	if (cls == RX_OLD && !seq_before(m->hdr.seq, p->space_first))
+		return false;
+	d = (int32_t)(m->hdr.seq - a->last_seq);
+	if (m->hdr.flags & WIRE_F_HELLO)
+		return a->in_hello && d > 0 && d <= HELLO_WIN;
+	return d > 0 && d <= JUMP_MAX;
+}
+
+static void switch_space(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t now)
+{
+	struct ftfw_space back = p->alt;
+
+	/* The ACK owed in the space we leave goes now: its numbers mean nothing in the other. */
+	if (p->init && p->ack_pending)
+		send_ack(e, p, p->ack_from, p->last_seq, now);
+	p->alt = present_space(p);
+	p->init = true;
+	p->in_hello = back.in_hello;
+	p->hello_over = back.hello_over;
+	p->last_seq = back.last_seq;
+	p->space_first = back.space_first;
+	p->hello_end = back.hello_end;
+	p->space_heard = back.heard;
+	p->ack_pending = false;
+	p->window = window_size(e);
+	p->old_run = 0;
+	new_run(p, back.last_seq + 1);
+	p->space_switches++;
+	e->st.space_switches++;
+	event(e, peer, FTFW_PEER_TWO_SPACES);
 }
 
 /*
@@ -523,7 +598,7 @@ static bool digest(struct ftfw *e, unsigned peer, const struct wire_msg *m)
 			return false;
 		e->st.nack_recv++;
 		if (!e->notrack && answered_hello(e, peer))
-			ftfw_on_nack(e, h->from, h->to);
+			ftfw_on_nack(e, peer, h->from, h->to);
 		return true;
 	case WIRE_K_RESYNC:
 		/* protocol.md §3.4: send the whole internal cache. */
@@ -608,6 +683,10 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	}
 
 	cls = classify(p, m, now);
+	if ((cls == RX_OLD || cls == RX_RESTART) && resumes_alt(p, m, cls, now)) {
+		switch_space(e, peer, p, now);
+		cls = classify(p, m, now);
+	}
 	if (m->kind == WIRE_K_RESYNC && (h->flags & WIRE_F_HELLO)) {
 		p->hello_resync_seen = true;
 		p->hello_resync = h->seq;
@@ -660,6 +739,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		in_sync(e, p, h->seq, counts_for_window(m), now);
 	p->last_seq = h->seq;
 	p->init = true;
+	p->space_heard = now;
 	/*
 	 * Whether it still says HELLO.  Our ACKs and NACKs never do (ftfw.c):
 	 * one of them between a ctsyncd peer's HELLO messages is no sign that

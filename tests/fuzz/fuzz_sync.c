@@ -171,7 +171,7 @@ struct fz {
 	uint32_t ctr[NPEERS];
 	uint16_t fed;                   /* got a message whose header passed the splitter */
 	uint16_t ev_new, ev_lost;
-	uint64_t peer_msgs[NPEERS], peer_restarts[NPEERS];
+	uint64_t peer_msgs[NPEERS], peer_restarts[NPEERS], space_switches[NPEERS];
 	uint64_t msgs_fed, bytes_fed;
 	uint32_t rng;                   /* ops->random */
 	int reset_due;                  /* peer whose FTFW_PEER_RESTARTED awaits peer_reset, or -1 */
@@ -583,6 +583,11 @@ static void fz_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 		CHECK(F.phase == PH_RECEIVE && (F.ev_lost & bit));
 		F.ev_lost &= (uint16_t)~bit;
 		break;
+	case FTFW_PEER_TWO_SPACES:
+		/* Only after a restart of that peer replaced a space (rx.c). */
+		CHECK(F.phase == PH_RECEIVE && F.mode == FTFW_MODE_FTFW && F.peer_restarts[peer] > 0);
+		F.space_switches[peer]++;
+		break;
 	default:
 		fail(__LINE__, "unknown peer event");
 	}
@@ -670,7 +675,8 @@ static void check_peers(const struct ftfw_stats *st)
 
 		CHECK(ftfw_peer_stats(F.e, p, &ps) == 0);
 		CHECK(ps.known == ((F.ev_new & bit) != 0) && ps.lost == ((F.ev_lost & bit) != 0));
-		CHECK(ps.msg_recv == F.peer_msgs[p] && ps.restarts == F.peer_restarts[p]);
+		CHECK(ps.msg_recv == F.peer_msgs[p] && ps.restarts == F.peer_restarts[p] &&
+		      ps.space_switches == F.space_switches[p]);
 		CHECK(!ps.hello_pending || (!F.notrack && ps.known));
 		CHECK(ps.last_heard <= F.now);
 		restarts += ps.restarts;

@@ -54,7 +54,51 @@ for i in range(count):
 ' "$@"
 }
 
+# seen_seq: the sequence number of a datagram from A to B, as a sniffer on
+# B's port of the segment reads it.
+seen_seq() {
+	ip netns exec "$NS_B" timeout 5 python3 -c '
+import socket, struct
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind(("syncB", 0))
+while True:
+    f = s.recv(65535)
+    ip = f[14:]
+    ihl = (ip[0] & 15) * 4
+    if ip[9] != 17 or socket.inet_ntoa(ip[12:16]) != "198.18.1.1":
+        continue
+    if struct.unpack(">H", ip[ihl + 2:ihl + 4])[0] != 3780:
+        continue
+    print(struct.unpack(">I", ip[ihl + 8 + 4:ihl + 8 + 8])[0])
+    break
+'
+}
+
+# x_forge_as_peer DST PORT SRC SECONDS BASE: from X but in the peer's name
+# (SRC, an address X does not have), one ALIVE|HELLO 2^30 ahead of the
+# peer's number BASE, then one ALIVE every half second continuing that
+# forged space: the peer's real numbers all look old in it.
+x_forge_as_peer() {
+	ip netns exec "$NS_X" python3 -c '
+import socket, struct, sys, time
+dst, port, src, secs = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_IP, 19, 1)          # IP_TRANSPARENT: send from SRC
+s.bind((src, 0))
+seq = (int(sys.argv[5]) + (1 << 30)) & 0xffffffff
+s.sendto(struct.pack(">BBHI", 0x1A, 0x30, 8, seq), (dst, port))
+end = time.time() + secs
+while time.time() < end:
+    time.sleep(0.5)
+    seq = (seq + 1) & 0xffffffff
+    s.sendto(struct.pack(">BBHI", 0x1A, 0x10, 8, seq), (dst, port))
+' "$@"
+}
+
 link_json() { ctl "$1" -s link --json; }
+sync_json() { # sync_json SIDE KEY
+	ctl "$1" -s --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sync"][sys.argv[1]])' "$2"
+}
 strangers() {
 	link_json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["link_0"]["strangers_dropped"])'
 }
@@ -118,6 +162,23 @@ except OSError:
 	check "$kind: B logs the strangers" grep -q 'which is not the peer' "$WORK/B.log"
 	load 20 2000
 	check "$kind: A's replication goes on (220 states on B)" wait_until 20 ext_is 220
+	if [[ $kind == UDP ]]; then
+		# Spoofed from A's own address, the forgery passes the address
+		# check; it must not make B drop A's real messages (deviation 24).
+		base=$(seen_seq)
+		check "$kind: the sniffer read A's sequence number ($base)" test -n "$base"
+		x_forge_as_peer 198.18.1.2 3780 198.18.1.1 12 "${base:-0}" &
+		forger=$!
+		sleep 1
+		load 300 3000
+		check "$kind: with X forging A's restart and space, A's 300 new states reach B" \
+			wait_until 10 ext_is 520
+		check "$kind: B took A's messages in its own space ($(sync_json B peer_space_switches) switches)" \
+			test "$(sync_json B peer_space_switches)" -gt 0
+		check "$kind: B logs the two spaces" grep -q 'sends in two sequence spaces' "$WORK/B.log"
+		wait "$forger"
+		check "$kind: nothing lost after the forgery (520 states on B)" wait_until 10 ext_is 520
+	fi
 	stop_both
 done
 finish

@@ -604,7 +604,7 @@ static void cb_peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 	struct node *n = arg;
 
 	if (n->w->trace) {
-		static const char *const names[] = { "new", "restarted", "lost", "back" };
+		static const char *const names[] = { "new", "restarted", "lost", "back", "two spaces" };
 
 		fprintf(stderr, "%8llu node %u: peer %u %s\n", (unsigned long long)n->w->now, n->id,
 			peer, names[ev]);

@@ -1018,6 +1018,87 @@ START_TEST(restart_resets_peer_then_resyncs_and_bulks)
 }
 END_TEST
 
+/*
+ * Deviation 24: a forger on the segment sends in the peer's name, first a
+ * jump (taken for a restart), then one ALIVE a second in its own space.
+ * The real peer's data, interleaved, is all taken; the engine switches
+ * between the two spaces instead of restarting again.
+ */
+START_TEST(forged_restart_does_not_drop_the_real_peers_messages)
+{
+	static const uint8_t forged_flags[] = { WIRE_F_ALIVE, WIRE_F_HELLO | WIRE_F_ALIVE };
+
+	for (unsigned v = 0; v < 2; v++) {
+		uint32_t real = 101, forged = 101u + (1u << 30);
+		struct ftfw_peer_stats ps;
+		size_t applied;
+
+		h_setup();
+		feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+		for (uint32_t i = 0; i < 5; i++)
+			feed_data(0, real++, i, 1);
+		h_advance(1500);
+		applied = H.napplied;
+		EXPECT_EQ("states before the forgery", 5, applied);
+		feed_ctl(forged_flags[v], forged++, 0, 0);
+		EXPECT_EQ("taken for a restart", 1, stats().peer_restarts);
+		for (uint32_t i = 0; i < 20; i++) {
+			feed_data(0, real++, 100 + i, 1);
+			feed_ctl(WIRE_F_ALIVE, forged++, 0, 0);
+			h_advance(1000);
+		}
+		EXPECT_EQ("real states taken", applied + 20, H.napplied);
+		for (uint32_t i = 0; i < 20; i++)
+			EXPECT_EQ("the real state's port", 1024 + 100 + i,
+				  ntohs(H.applied[applied + i].f.flow.orig.l4.port.sport));
+		EXPECT_EQ("restarts", 1, stats().peer_restarts);
+		EXPECT_EQ("peer resets", 1, H.nresets);
+		REQUIRE(ftfw_peer_stats(H.e, 0, &ps) == 0, "peer stats");
+		EXPECT_EQ("space switches", 40, ps.space_switches);
+		EXPECT_EQ("no message counted old", 0, ps.seq_before);
+		h_teardown();
+	}
+}
+END_TEST
+
+/*
+ * A restarted peer's old process leaves late datagrams behind: one that
+ * continues the old space is taken (a switch), and the new process's
+ * next message switches back; nothing restarts twice.  Once the old
+ * space is silent past ALT_KEEP_MS it is forgotten, and a message in it
+ * is dropped as old.
+ */
+START_TEST(late_datagrams_of_the_old_process_are_taken_then_forgotten)
+{
+	uint32_t fresh = 2000000000u;
+	struct ftfw_peer_stats ps;
+
+	h_setup();
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	feed_data(0, 101, 1, 1);
+	h_advance(1500);
+	feed_ctl(WIRE_F_HELLO | WIRE_F_ALIVE, fresh++, 0, 0);
+	EXPECT_EQ("restarts", 1, stats().peer_restarts);
+	feed_data(0, 102, 2, 1);            /* late, from the old process */
+	feed_data(WIRE_F_HELLO, fresh++, 3, 1);
+	feed_data(WIRE_F_HELLO, fresh++, 4, 1);
+	EXPECT_EQ("states taken", 4, H.napplied);
+	EXPECT_EQ("restarts", 1, stats().peer_restarts);
+	REQUIRE(ftfw_peer_stats(H.e, 0, &ps) == 0, "peer stats");
+	EXPECT_EQ("space switches", 2, ps.space_switches);
+	for (unsigned i = 0; i < 11; i++) {
+		feed_ctl(WIRE_F_ALIVE, fresh++, 0, 0);
+		h_advance(1000);
+	}
+	feed_data(0, 103, 5, 1);            /* the old space, silent for 11 s */
+	EXPECT_EQ("states taken", 4, H.napplied);
+	REQUIRE(ftfw_peer_stats(H.e, 0, &ps) == 0, "peer stats");
+	EXPECT_EQ("space switches", 2, ps.space_switches);
+	EXPECT_EQ("dropped as old", 1, ps.seq_before);
+	h_teardown();
+}
+END_TEST
+
 /* A RESYNC request carrying sequence number `seq` from the (known) peer. */
 static void feed_resync(uint32_t seq)
 {
@@ -1048,6 +1129,95 @@ static void drain(uint32_t *peer_seq, unsigned rounds)
 		h_advance(10);
 	}
 }
+
+/*
+ * Deviation 25: a forger NACKing our whole window, again and again, gets
+ * each message resent at most once per NACK_HOLD_MS (50 ms); the first
+ * NACK of a message is answered at once, a held one when its hold ends.
+ */
+START_TEST(nack_flood_resends_each_message_once_per_hold)
+{
+	uint32_t peer_seq = 102, first;
+	size_t d, resent;
+
+	bulk_setup(0);
+	first = ftfw_next_seq(H.e);
+	for (uint32_t i = 0; i < 10; i++)
+		put_flow(i, i);
+	h_send();
+	d = H.nout;
+	feed_ctl(WIRE_F_NACK, peer_seq++, 0, 0xffffffffu);
+	feed_ctl(WIRE_F_NACK, peer_seq++, first, first + 9);
+	h_send();
+	EXPECT_EQ("resent at once, once", 10, count_kind(d, WIRE_K_DATA));
+	/* One NACK of everything every millisecond for a second. */
+	for (unsigned ms = 0; ms < 1000; ms++) {
+		feed_ctl(WIRE_F_NACK, peer_seq++, first, ftfw_next_seq(H.e) - 1);
+		h_send();
+		h_advance(1);
+	}
+	resent = count_kind(d, WIRE_K_DATA);
+	REQUIRE(resent <= 10 * (1000 / 50 + 2), "%zu resends in a second of NACKs", resent);
+	REQUIRE(resent >= 10 * (1000 / 50 - 2), "%zu resends: held ones were never resent", resent);
+	REQUIRE(stats().nack_held > 0, "nothing held");
+	h_teardown();
+}
+END_TEST
+
+/* A held resend goes when the hold ends, with no other NACK. */
+START_TEST(held_nack_is_answered_when_the_hold_ends)
+{
+	uint32_t first, resent_seq;
+	size_t d;
+
+	bulk_setup(0);
+	first = ftfw_next_seq(H.e);
+	put_flow(1, 1);
+	h_send();
+	feed_ctl(WIRE_F_NACK, 102, first, first);
+	d = H.nout;
+	h_send();
+	REQUIRE(find_kind(d, WIRE_K_DATA), "the first NACK is answered at once");
+	resent_seq = find_kind(d, WIRE_K_DATA)->hdr.seq;
+	h_advance(5);
+	feed_ctl(WIRE_F_NACK, 103, resent_seq, resent_seq);
+	d = H.nout;
+	h_send();
+	EXPECT_EQ("resent within the hold", 0, count_kind(d, WIRE_K_DATA));
+	h_advance(50);
+	h_send();
+	EXPECT_EQ("resent once the hold ended", 1, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+/* Deviation 25: a peer NACKing what it acknowledged gets nothing again. */
+START_TEST(nack_of_what_its_sender_acked_is_ignored)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t first;
+	size_t d;
+
+	c.no_bulk_on_new = true;
+	h_setup_cfg(&c, 1000);
+	feed_ctl_peer(0, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	feed_ctl_peer(1, WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 500, 0, 0);
+	h_send();
+	first = ftfw_next_seq(H.e);
+	put_flow(1, 1);
+	h_send();
+	feed_ctl_peer(0, WIRE_F_ACK, 101, first, first);
+	d = H.nout;
+	feed_ctl_peer(0, WIRE_F_NACK, 102, first, first);
+	h_send();
+	EXPECT_EQ("resent", 0, count_kind(d, WIRE_K_DATA));
+	EXPECT_EQ("counted", 1, stats().nack_acked);
+	feed_ctl_peer(1, WIRE_F_NACK, 501, first, first);
+	h_send();
+	EXPECT_EQ("resent for the peer that lost it", 1, count_kind(d, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
 
 START_TEST(resync_requests_during_a_walk_make_one_more_walk)
 {
@@ -2707,6 +2877,11 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(hello, sequence_tracked_while_peer_says_hello);
 	tcase_add_test(hello, peer_restart_requeues_what_was_in_flight);
 	tcase_add_test(hello, restart_resets_peer_then_resyncs_and_bulks);
+	tcase_add_test(hello, nack_flood_resends_each_message_once_per_hold);
+	tcase_add_test(hello, held_nack_is_answered_when_the_hold_ends);
+	tcase_add_test(hello, nack_of_what_its_sender_acked_is_ignored);
+	tcase_add_test(hello, forged_restart_does_not_drop_the_real_peers_messages);
+	tcase_add_test(hello, late_datagrams_of_the_old_process_are_taken_then_forgotten);
 	tcase_add_test(hello, resync_requests_during_a_walk_make_one_more_walk);
 	tcase_add_test(hello, a_request_on_a_walk_not_begun_adds_nothing);
 	tcase_add_test(hello, a_request_during_the_second_walk_waits_for_the_spacing);
