@@ -373,9 +373,33 @@ static bool resumes_alt(const struct ftfw_peer *p, const struct wire_msg *m, enu
 	if (cls == RX_OLD && !seq_before(m->hdr.seq, p->space_first))
 		return false;
 	d = (int32_t)(m->hdr.seq - a->last_seq);
+	/* A StartupResync request is a new process's (deviation 20), never the old space going on. */
+	if (m->kind == WIRE_K_RESYNC && (m->hdr.flags & WIRE_F_HELLO))
+		return false;
 	if (m->hdr.flags & WIRE_F_HELLO)
 		return a->in_hello && d > 0 && d <= HELLO_WIN;
 	return d > 0 && d <= JUMP_MAX;
+}
+
+/*
+ * A message that would restart the present space but is an old one of the
+ * space a restart replaced (a delayed copy, a retransmission) is dropped
+ * as old there would be: taken for the first of a new space, it would lay
+ * an old state over what the peer sent since (a state it has deleted
+ * comes back, and nothing deletes it again).  Not when a run of old
+ * numbers made it a restart (classify_old()): that is a new process whose
+ * counter started low, among the numbers of an earlier one.
+ */
+static bool old_in_alt(const struct ftfw_peer *p, const struct wire_msg *m, uint64_t now)
+{
+	const struct ftfw_space *a = &p->alt;
+	int64_t d;
+
+	if (!a->valid || now - a->heard > ALT_KEEP_MS || (m->hdr.flags & WIRE_F_HELLO) ||
+	    p->old_run >= OLD_RUN_MIN)
+		return false;
+	d = (int32_t)(m->hdr.seq - a->last_seq);
+	return d <= 0 && -d < JUMP_MAX;
 }
 
 static void switch_space(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t now)
@@ -686,6 +710,8 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	if ((cls == RX_OLD || cls == RX_RESTART) && resumes_alt(p, m, cls, now)) {
 		switch_space(e, peer, p, now);
 		cls = classify(p, m, now);
+	} else if (cls == RX_RESTART && old_in_alt(p, m, now)) {
+		cls = RX_OLD;
 	}
 	if (m->kind == WIRE_K_RESYNC && (h->flags & WIRE_F_HELLO)) {
 		p->hello_resync_seen = true;

@@ -571,6 +571,12 @@ static void cb_apply(void *arg, unsigned peer, uint8_t type, const struct flow_f
 		return;
 	}
 	t = n->ext[peer];
+	if (getenv("SIM_TRACE_KEY")) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "applies %s of node %u", wire_type_name(type), peer);
+		trace_flow(n, what, f);
+	}
 	if (type == WIRE_T_CT_DEL) {
 		h = flow_table_lookup(t, &f->flow.orig);
 		if (h)
@@ -625,6 +631,9 @@ static void cb_peer_reset(void *arg, unsigned peer)
 {
 	struct node *n = arg;
 
+	if (n->w->trace)
+		fprintf(stderr, "%8llu node %u: flushes what it has of node %u\n",
+			(unsigned long long)n->w->now, n->id, peer);
 	if (peer < n->w->n && n->ext[peer])
 		flow_table_clear(n->ext[peer]);
 }

@@ -53,8 +53,8 @@
  *
  * ADVERSARY (--adversary, and FTFW seeds 1-500 in the default run): a
  * sender that forges a peer's source sends forged restarts, RESYNC floods,
- * NACKs of the whole sequence space and jumps during the churn (forge());
- * seeds 1-9000 converge.
+ * NACKs of the whole sequence space, jumps and forged spaces that go on
+ * for seconds during the churn (forge()); seeds 1-20000 converge.
  *
  * The default run has seeds 1-1000 of MIXED with --stable-old: only
  * ctsyncd restarts; 1.4.7 runs throughout.  (There, seeds 1-20000 all
@@ -63,8 +63,8 @@
  * under heavy loss or reordering, whose restart ctsyncd does not
  * recognise: its time(NULL) counter starts among the numbers of its
  * previous process, and its one StartupResync request is lost or taken
- * for an old message (seeds 982, 1849, 2477, 4429, 5437, 9406, 11036,
- * 11331, 14435, 16378, 17253, 19630 of 1-20000).  What --mixed found and ctsyncd fixed:
+ * for an old message (seeds 982, 1849, 2477, 4429, 5437, 8817, 10126,
+ * 11036, 11331, 14124, 16378, 16728, 17253, 19472 of 1-20000).  What --mixed found and ctsyncd fixed:
  * before dbb1540, a 1.4.7 that started while ctsyncd was down, or
  * whose StartupResync request was lost, never got ctsyncd's table
  * (--no-bulk-on-new shows it); before deviation 19 (ftfw.c) a flow
@@ -281,21 +281,62 @@ static const char *mixed_note(const struct world *w)
  * (the link cannot tell it apart without a key) sends, at random times
  * during the churn, one of: an ALIVE|HELLO with a sequence number far from
  * the peer's (a forged restart), a burst of RESYNC requests, two NACKs
- * that span the whole sequence space, or an ALIVE with a jump.  The world
- * must converge all the same once the channel heals and the forging stops.
+ * that span the whole sequence space, an ALIVE with a jump, or a forged
+ * space: a jump, then an ALIVE every 500 ms continuing it for 2-8 s, during
+ * which the real peer's messages must still be taken (deviation 24).  The
+ * world must converge all the same once the channel heals and the forging
+ * stops.
  */
-static void forge(struct world *w, struct rng *r)
+struct forged_space {
+	unsigned victim, spoofed;
+	uint32_t seq;
+	uint64_t next, until;           /* until 0: none */
+};
+
+static void forge_send(struct world *w, unsigned victim, unsigned spoofed, const void *buf, size_t len)
+{
+	struct dgram d = { .at = w->now, .from = spoofed, .to = victim,
+			   .tag = w->ch.tag[spoofed], .len = len, .data = (void *)buf };
+
+	node_receive(&w->nodes[victim], &d, w->now);
+}
+
+static void forge_space_go_on(struct world *w, struct forged_space *fs)
+{
+	uint8_t buf[WIRE_HDR_LEN];
+	int n;
+
+	while (fs->until && fs->next <= w->now) {
+		if (w->now >= fs->until || !w->nodes[fs->victim].up) {
+			fs->until = 0;
+			return;
+		}
+		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_ALIVE, ++fs->seq, 0, 0);
+		if (n > 0)
+			forge_send(w, fs->victim, fs->spoofed, buf, (size_t)n);
+		fs->next += 500;
+	}
+}
+
+static void forge(struct world *w, struct rng *r, struct forged_space *fs)
 {
 	uint8_t buf[WIRE_CTL_RANGE_LEN * 20];
 	unsigned victim = rng_below(r, w->n), spoofed = (victim + 1 + rng_below(r, w->n - 1)) % w->n;
 	uint32_t seq = rng_u32(r);
 	size_t len = 0;
-	struct dgram d;
 	int n;
 
 	if (!w->nodes[victim].up)
 		return;
-	switch (rng_below(r, 4)) {
+	switch (rng_below(r, 5)) {
+	case 4:
+		if (fs->until)
+			return;
+		*fs = (struct forged_space){ .victim = victim, .spoofed = spoofed, .seq = seq,
+					     .next = w->now + 500, .until = w->now + rng_range(r, 2000, 8000) };
+		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_ALIVE | WIRE_F_HELLO, seq, 0, 0);
+		len = n > 0 ? (size_t)n : 0;
+		break;
 	case 0:
 		n = wire_ctl_encode(buf, sizeof(buf), WIRE_F_ALIVE | WIRE_F_HELLO, seq, 0, 0);
 		len = n > 0 ? (size_t)n : 0;
@@ -317,9 +358,7 @@ static void forge(struct world *w, struct rng *r)
 		len = n > 0 ? (size_t)n : 0;
 		break;
 	}
-	d = (struct dgram){ .at = w->now, .from = spoofed, .to = victim,
-			    .tag = w->ch.tag[spoofed], .len = len, .data = buf };
-	node_receive(&w->nodes[victim], &d, w->now);
+	forge_send(w, victim, spoofed, buf, len);
 }
 
 static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct result *res, char *why,
@@ -334,6 +373,7 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 	struct dgram d;
 	struct rng arng = { 0 };
 	uint64_t next_forgery = UINT64_MAX;
+	struct forged_space fs = { 0 };
 
 	memset(&w, 0, sizeof(w));
 	memset(res, 0, sizeof(*res));
@@ -385,6 +425,8 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 			t = t < heal_at ? t : heal_at;
 			t = t < next_churn ? t : next_churn;
 			t = t < next_forgery ? t : next_forgery;
+			if (fs.until)
+				t = t < fs.next ? t : fs.next;
 			if (next_restart < sc.nrestarts && sc.restarts[next_restart].at < t)
 				t = sc.restarts[next_restart].at;
 		}
@@ -427,9 +469,13 @@ static int run_seed(uint64_t seed, enum sim_mode mode, bool verbose, struct resu
 			free(d.data);
 		}
 		while (!healed && next_forgery <= w.now) {
-			forge(&w, &arng);
+			forge(&w, &arng, &fs);
 			next_forgery += rng_range(&arng, 200, 3000);
 		}
+		if (!healed)
+			forge_space_go_on(&w, &fs);
+		else
+			fs.until = 0;
 		while (!healed && next_churn <= w.now) {
 			for (unsigned i = 0; i < w.n; i++)
 				if (sc.churners & (1u << i))

@@ -1026,10 +1026,13 @@ END_TEST
  */
 START_TEST(forged_restart_does_not_drop_the_real_peers_messages)
 {
-	static const uint8_t forged_flags[] = { WIRE_F_ALIVE, WIRE_F_HELLO | WIRE_F_ALIVE };
+	/* A jump ahead, a HELLO ahead, a HELLO behind. */
+	static const uint8_t forged_flags[] = { WIRE_F_ALIVE, WIRE_F_HELLO | WIRE_F_ALIVE,
+						WIRE_F_HELLO | WIRE_F_ALIVE };
+	static const uint32_t forged_from[] = { 101u + (1u << 30), 101u + (1u << 30), 101u - (1u << 30) };
 
-	for (unsigned v = 0; v < 2; v++) {
-		uint32_t real = 101, forged = 101u + (1u << 30);
+	for (unsigned v = 0; v < 3; v++) {
+		uint32_t real = 101, forged = forged_from[v];
 		struct ftfw_peer_stats ps;
 		size_t applied;
 
@@ -1056,6 +1059,10 @@ START_TEST(forged_restart_does_not_drop_the_real_peers_messages)
 		REQUIRE(ftfw_peer_stats(H.e, 0, &ps) == 0, "peer stats");
 		EXPECT_EQ("space switches", 40, ps.space_switches);
 		EXPECT_EQ("no message counted old", 0, ps.seq_before);
+		/* A copy of an old real message, the forged space present: old, not a restart. */
+		feed_data(0, real - 3, 117, 1);
+		EXPECT_EQ("the copy applied", applied + 20, H.napplied);
+		EXPECT_EQ("restarts after the copy", 1, stats().peer_restarts);
 		h_teardown();
 	}
 }
