@@ -19,6 +19,7 @@
 #define CONFIG_MAX_LINKS        4
 #define CONFIG_HELPER_NAME_MAX  16   /* includes the NUL */
 #define CONFIG_PATH_MAX         108  /* sun_path size: the longest path we accept anywhere */
+#define CONFIG_MAX_KEYS         2    /* Key: the sending key, and one still accepted (a roll-over) */
 #define CONFIG_GROUP_MAX        33   /* a group name (as useradd allows), with the NUL */
 #define CONFIG_NO_GID           ((gid_t)-1)
 
@@ -175,6 +176,14 @@ struct config_sync {
 	bool expectation_sync;              /* ExpectationSync on, or a helper list */
 	unsigned expect_helper_count;       /* ExpectationSync { names }: 0 = all helpers */
 	char (*expect_helpers)[CONFIG_HELPER_NAME_MAX]; /* owned by the struct config */
+	/*
+	 * Key files (ctsyncd's own): with one, every datagram is sealed and
+	 * plain ones are refused (doc/envelope.md).  keys[0] sends; both are
+	 * accepted.  The files are read at start, not by the parser.
+	 */
+	unsigned nkeys;
+	char keys[CONFIG_MAX_KEYS][CONFIG_PATH_MAX];
+	unsigned key_lines[CONFIG_MAX_KEYS];
 };
 
 struct config_stats {

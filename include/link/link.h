@@ -104,6 +104,14 @@ typedef long (*link_frame_len_fn)(void *arg, const void *buf, size_t len, const 
  */
 typedef bool (*link_frame_valid_fn)(void *arg, const void *buf, size_t len);
 
+/*
+ * Seals one datagram in place, as it is closed: its messages are the `len`
+ * bytes at buf + seal_headroom; the seal writes the whole datagram from
+ * buf (at most `cap` bytes) and returns its length, or 0 to drop it.  The
+ * link knows nothing of what a seal is (doc/envelope.md).
+ */
+typedef size_t (*link_seal_fn)(void *arg, uint8_t *buf, size_t len, size_t cap);
+
 struct link_group_params {
 	const struct config_sync *sync;     /* links[], nlinks, default_link; copied */
 	uint32_t event_iteration_limit;     /* datagrams (TCP: reads) per wake-up; 0 = 100 */
@@ -111,6 +119,9 @@ struct link_group_params {
 	link_switch_fn on_switch;           /* may be NULL */
 	link_frame_len_fn frame_len;        /* required */
 	link_frame_valid_fn frame_valid;    /* required */
+	link_seal_fn seal;                  /* NULL: datagrams go as they are */
+	size_t seal_headroom;               /* bytes the seal writes before the messages */
+	size_t seal_overhead;               /* bytes it adds in all (headroom included) */
 	void *arg;                          /* given to every callback */
 };
 
@@ -145,6 +156,13 @@ int link_group_append(struct link_group *g, const void *msg, size_t len);
  * or the connection (they go out from the loop, without another flush).
  */
 int link_group_flush(struct link_group *g);
+
+/*
+ * Queue `dgram` as a datagram of its own, after what is queued, and try to
+ * send: a control datagram of the seal, sealed already.  0, -EMSGSIZE,
+ * -ENOMEM, or -EAGAIN (it waits).
+ */
+int link_group_send_datagram(struct link_group *g, const void *dgram, size_t len);
 
 /*
  * The active link's datagram payload limit, in bytes: MTU - 28 for UDP and

@@ -592,6 +592,9 @@ print_sync(const struct config_sync *s, FILE *out)
 		fprintf(out, "\tRefreshTime %u\n", s->refresh_time);
 	if (s->mode != CONFIG_MODE_ALARM && s->cache_timeout != CONFIG_DEFAULT_CACHE_TIMEOUT)
 		fprintf(out, "\tCacheTimeout %u\n", s->cache_timeout);
+	for (i = 0; i < s->nkeys; i++)
+		fprintf(out, "\tKey %s%s\n", s->keys[i],
+			i == 0 ? "\t# seals what we send" : "\t# still accepted");
 	for (i = 0; i < s->nlinks; i++)
 		print_link(&s->links[i], out);
 	fprintf(out, "\tOptions {\n");

@@ -1254,8 +1254,38 @@ opt_sync_opts(struct parser *p, const struct token *kw, const struct option *opt
 	return opt_subblock(p, kw, &block_sync_opts, obj);
 }
 
+/*
+ * Key /path: at most twice (the key that sends, then one still accepted
+ * during a roll-over).  Only the path is kept; the daemon reads the file.
+ */
+static int
+opt_key(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct config_sync *s = obj;
+	struct token tok;
+	char path[CONFIG_PATH_MAX];
+
+	(void)opt;
+	if (value_word(p, kw, "the absolute path of a key file", &tok) < 0)
+		return -1;
+	if (tok.text[0] != '/')
+		return bad_value(p, kw, &tok, "the absolute path of a key file (starting with '/')");
+	if (check_path(p, kw, &tok, path) < 0)
+		return -1;
+	if (s->nkeys == CONFIG_MAX_KEYS)
+		return perr(p, kw, "a third Key (%s); at most two: the key that sends, and the one "
+			    "still accepted while a pair rolls over (lines %u and %u)",
+			    path, s->key_lines[0], s->key_lines[1]);
+	if (s->nkeys == 1 && strcmp(s->keys[0], path) == 0)
+		return perr(p, kw, "Key %s is given twice (line %u)", path, s->key_lines[0]);
+	memcpy(s->keys[s->nkeys], path, sizeof(path));
+	s->key_lines[s->nkeys++] = kw->line;
+	return 0;
+}
+
 static const struct option sync_options[] = {
 	{ "Mode", opt_mode, 0, 0, 0, false },
+	{ "Key", opt_key, 0, 0, 0, false },
 	{ "Multicast", opt_link, 0, CONFIG_LINK_MCAST, 0, false },
 	{ "UDP", opt_link, 0, CONFIG_LINK_UDP, 0, false },
 	{ "TCP", opt_link, 0, CONFIG_LINK_TCP, 0, false },

@@ -82,12 +82,11 @@ static void drop_oldest(struct link_channel *ch)
 	ch->count--;
 }
 
-bool link_channel_close(struct link_channel *ch)
-{
-	unsigned s = open_slot(ch);
+static int open_ready(struct link_channel *ch);
 
-	if (ch->len[s] == 0)
-		return false;
+/* The open slot, filled, becomes the newest waiting datagram. */
+static void commit_open(struct link_channel *ch)
+{
 	if (ch->count == ch->cap)
 		drop_oldest(ch);
 	/*
@@ -96,7 +95,45 @@ bool link_channel_close(struct link_channel *ch)
 	 */
 	ch->count++;
 	ch->len[open_slot(ch)] = 0;
+}
+
+bool link_channel_close(struct link_channel *ch)
+{
+	unsigned s = open_slot(ch);
+
+	if (ch->len[s] == 0)
+		return false;
+	if (ch->seal) {
+		size_t n = ch->seal(ch->seal_arg, ch->slot[s], ch->len[s], ch->slot_size);
+
+		if (n == 0) {
+			ch->dropped++;
+			ch->dropped_bytes += ch->len[s];
+			ch->len[s] = 0;
+			return false;
+		}
+		ch->len[s] = (uint32_t)n;
+	}
+	commit_open(ch);
 	return true;
+}
+
+int link_channel_push(struct link_channel *ch, const void *dgram, size_t len)
+{
+	unsigned s;
+	int err;
+
+	if (len == 0 || len > ch->slot_size)
+		return -EMSGSIZE;
+	link_channel_close(ch);
+	err = open_ready(ch);
+	if (err < 0)
+		return err;
+	s = open_slot(ch);
+	memcpy(ch->slot[s], dgram, len);
+	ch->len[s] = (uint32_t)len;
+	commit_open(ch);
+	return 0;
 }
 
 /* Make sure the open batch has memory. */
@@ -120,10 +157,10 @@ int link_channel_append(struct link_channel *ch, const void *msg, size_t len, si
 
 	if (len == 0)
 		return -EINVAL;
-	if (len > ch->slot_size)
+	if (len > ch->slot_size - ch->reserve)
 		return -EMSGSIZE;
-	if (limit > ch->slot_size)
-		limit = ch->slot_size;
+	if (limit > ch->slot_size - ch->reserve)
+		limit = ch->slot_size - ch->reserve;
 	s = open_slot(ch);
 	/* ≤ , not 1.4.7's < : a message that fills the datagram exactly still goes in. */
 	if (ch->len[s] > 0 && ch->len[s] + len > limit)
@@ -132,7 +169,7 @@ int link_channel_append(struct link_channel *ch, const void *msg, size_t len, si
 	if (err < 0)
 		return err;
 	s = open_slot(ch);
-	memcpy(ch->slot[s] + ch->len[s], msg, len);
+	memcpy(ch->slot[s] + ch->headroom + ch->len[s], msg, len);
 	ch->len[s] += (uint32_t)len;
 	/* Alone and still over the limit: it is a datagram by itself. */
 	if (len > limit)

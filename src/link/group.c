@@ -106,7 +106,7 @@ int link_group_append(struct link_group *g, const void *msg, size_t len)
 
 	if (len > LINK_MSG_MAX)
 		return -EMSGSIZE;
-	closed = link_channel_append(&g->ch, msg, len, g->links[g->active].payload_max);
+	closed = link_channel_append(&g->ch, msg, len, g->links[g->active].payload_max - g->seal_overhead);
 	if (closed < 0)
 		return closed;
 	/*
@@ -128,9 +128,20 @@ int link_group_flush(struct link_group *g)
 	return transmit(g);
 }
 
+int link_group_send_datagram(struct link_group *g, const void *dgram, size_t len)
+{
+	int err = link_channel_push(&g->ch, dgram, len);
+
+	if (err < 0)
+		return err;
+	if (g->waiting)
+		return -EAGAIN;
+	return transmit(g);
+}
+
 size_t link_group_payload_max(const struct link_group *g)
 {
-	return g->links[g->active].payload_max;
+	return g->links[g->active].payload_max - g->seal_overhead;
 }
 
 size_t link_group_buffered(const struct link_group *g)
@@ -233,7 +244,7 @@ static int link_setup(struct link_group *g, struct link *l, const struct config_
 		return err;
 	}
 	l->payload_max = link_payload_limit(c->kind, c->family, l->mtu);
-	if (l->payload_max == 0) {
+	if (l->payload_max <= g->seal_overhead) {
 		log_error("link %s (line %u): MTU %u is too small for a datagram", c->ifname,
 			  c->line, l->mtu);
 		return -EINVAL;
@@ -265,8 +276,12 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 
 	*out = NULL;
 	if (!s || !p->on_receive || !p->frame_len || !p->frame_valid || s->nlinks == 0 ||
-	    s->nlinks > CONFIG_MAX_LINKS || s->default_link >= s->nlinks)
+	    s->nlinks > CONFIG_MAX_LINKS || s->default_link >= s->nlinks ||
+	    (p->seal && (p->seal_headroom > p->seal_overhead || p->seal_overhead >= LINK_MSG_MAX)))
 		return -EINVAL;
+	/* The largest message still goes alone, sealed. */
+	if (p->seal)
+		slot += p->seal_overhead;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
@@ -275,6 +290,7 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	g->on_switch = p->on_switch;
 	g->frame_len = p->frame_len;
 	g->frame_valid = p->frame_valid;
+	g->seal_overhead = p->seal ? p->seal_overhead : 0;
 	g->arg = p->arg;
 	g->event_limit = p->event_iteration_limit ? p->event_iteration_limit
 						  : CONFIG_DEFAULT_EVENT_ITER_LIMIT;
@@ -323,6 +339,10 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 	err = link_channel_init(&g->ch, cap, slot);
 	if (err < 0)
 		goto fail;
+	g->ch.seal = p->seal;
+	g->ch.seal_arg = p->arg;
+	g->ch.headroom = p->seal ? p->seal_headroom : 0;
+	g->ch.reserve = p->seal ? p->seal_overhead : 0;
 	g->burst = cap / 2 < LINK_TX_BURST ? cap / 2 : LINK_TX_BURST;
 	if (g->burst == 0)
 		g->burst = 1;

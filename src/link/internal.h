@@ -49,12 +49,18 @@ struct link_channel {
 	unsigned count;
 	size_t slot_size;
 	size_t head_off;                /* stream links: bytes of the head already written */
+	size_t headroom;                /* bytes before the messages of a batch: the seal's */
+	size_t reserve;                 /* bytes of a slot the seal adds in all (headroom included) */
+	link_seal_fn seal;              /* applied to each batch as it is closed; NULL: none */
+	void *seal_arg;
 	uint64_t dropped;               /* datagrams dropped because the queue was full */
 	uint64_t dropped_bytes;
 };
 
 /* Returns 0, -EINVAL (cap 0, slot_size 0) or -ENOMEM. */
 int link_channel_init(struct link_channel *ch, unsigned cap, size_t slot_size);
+/* A whole datagram of its own, after the open batch (closed first). */
+int link_channel_push(struct link_channel *ch, const void *dgram, size_t len);
 void link_channel_free(struct link_channel *ch);
 
 /*
@@ -195,6 +201,7 @@ struct link_group {
 	link_switch_fn on_switch;
 	link_frame_len_fn frame_len;
 	link_frame_valid_fn frame_valid;
+	size_t seal_overhead;           /* taken off every link's payload_max for the messages */
 	void *arg;
 	uint32_t event_limit;
 	unsigned nlinks;

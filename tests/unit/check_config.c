@@ -251,7 +251,7 @@ srcdir(void)
 #define GENERAL_OPTS "HashSize, HashLimit, LogFile, Syslog, LockFile, UNIX, NetlinkBufferSize, " \
 	"NetlinkBufferSizeMaxGrowth, NetlinkOverrunResync, NetlinkEventsReliable, PollSecs, " \
 	"EventIterationLimit, Nice, Scheduler, Systemd or Filter"
-#define SYNC_OPTS "Mode, Multicast, UDP, TCP, Options, RefreshTime, CacheTimeout, " \
+#define SYNC_OPTS "Mode, Key, Multicast, UDP, TCP, Options, RefreshTime, CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
 #define FTFW_OPTS "ResendQueueSize, ACKWindowSize, CommitTimeout, PurgeTimeout, " \
 	"DisableExternalCache, StartupResync or HotStandby"
@@ -787,6 +787,35 @@ START_TEST(hot_standby_parses_and_excludes_disable_external_cache)
 }
 END_TEST
 
+START_TEST(key_takes_at_most_two_absolute_paths)
+{
+	struct warnings ws = { 0 };
+	struct config cfg;
+	char buf[512];
+	static const char three[] = "Sync { Key /k1\nKey /k2\nKey /k3\n" UDP_LINK "}";
+	static const char twice[] = "Sync { Key /k1\nKey /k1\n" UDP_LINK "}";
+	static const char relative[] = "Sync { Key k1\n" UDP_LINK "}";
+
+	parse_ok(&cfg, "Sync { Mode FTFW { } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.nkeys, 0);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { Mode FTFW { } Key /etc/ctsyncd/new.key\nKey /etc/ctsyncd/old.key\n"
+		       UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.nkeys, 2);
+	ck_assert_str_eq(cfg.sync.keys[0], "/etc/ctsyncd/new.key");
+	ck_assert_str_eq(cfg.sync.keys[1], "/etc/ctsyncd/old.key");
+	assert_round_trip(&cfg, "Key /etc/ctsyncd/old.key");
+	config_free(&cfg);
+	ck_assert_str_eq(parse_error(three, strlen(three), buf, sizeof(buf)),
+			 "3:1: a third Key (/k3); at most two: the key that sends, and the one still "
+			 "accepted while a pair rolls over (lines 1 and 2)");
+	ck_assert_str_eq(parse_error(twice, strlen(twice), buf, sizeof(buf)),
+			 "2:1: Key /k1 is given twice (line 1)");
+	ck_assert_ptr_nonnull(strstr(parse_error(relative, strlen(relative), buf, sizeof(buf)),
+				     "k1"));
+}
+END_TEST
+
 START_TEST(booleans_ignore_case)
 {
 	const char *const words[] = { "on", "ON", "On", "yes", "YES", "off", "OFF", "no", "No" };
@@ -1314,6 +1343,7 @@ config_suite(void)
 	tcase_add_test(tc, sync_level_timers_apply_to_the_mode);
 	tcase_add_test(tc, disable_external_cache_forces_commit_timeout_zero);
 	tcase_add_test(tc, hot_standby_parses_and_excludes_disable_external_cache);
+	tcase_add_test(tc, key_takes_at_most_two_absolute_paths);
 	tcase_add_test(tc, booleans_ignore_case);
 	tcase_add_test(tc, overrun_resync_takes_on_off_or_seconds);
 	tcase_add_test(tc, scheduler_type_and_priority);

@@ -234,6 +234,60 @@ START_TEST(rejects_empty_and_oversized_messages)
 }
 END_TEST
 
+/* A seal for the tests: "<len>" in a 4-byte head, the messages, then "TT". */
+static size_t test_seal(void *arg, uint8_t *buf, size_t len, size_t cap)
+{
+	(void)arg;
+	if (len + 6 > cap)
+		return 0;
+	buf[0] = 'H';
+	buf[1] = 'H';
+	buf[2] = (uint8_t)(len >> 8);
+	buf[3] = (uint8_t)len;
+	memcpy(buf + 4 + len, "TT", 2);
+	return len + 6;
+}
+
+/*
+ * With a seal, each closed batch is sealed in place: the head before the
+ * messages, the tail after, and the batches leave room for both; a pushed
+ * datagram goes after the open batch, as it is.
+ */
+START_TEST(sealed_batches_leave_room_for_the_seal)
+{
+	struct link_channel ch;
+	uint8_t msg[100];
+	const uint8_t *d;
+	size_t len;
+
+	ck_assert_int_eq(link_channel_init(&ch, 16, 1000 + 6), 0);
+	ch.seal = test_seal;
+	ch.headroom = 4;
+	ch.reserve = 6;
+	for (unsigned i = 0; i < 15; i++) {
+		memset(msg, 'a' + (int)i, sizeof(msg));
+		ck_assert_int_ge(link_channel_append(&ch, msg, sizeof(msg), 1000), 0);
+	}
+	ck_assert_int_eq(link_channel_push(&ch, "CTL", 3), 0);
+	ck_assert_uint_eq(link_channel_queued(&ch), 3);
+	d = link_channel_peek(&ch, 0, &len);
+	ck_assert_uint_eq(len, 10 * 100 + 6);
+	ck_assert(d[0] == 'H' && d[2] == (1000 >> 8) && d[3] == (1000 & 0xff));
+	ck_assert(d[4] == 'a' && d[4 + 999] == 'j' && d[1004] == 'T' && d[1005] == 'T');
+	d = link_channel_peek(&ch, 1, &len);
+	ck_assert_uint_eq(len, 5 * 100 + 6);
+	ck_assert(d[4] == 'k' && d[504] == 'T');
+	d = link_channel_peek(&ch, 2, &len);
+	ck_assert_uint_eq(len, 3);
+	ck_assert(memcmp(d, "CTL", 3) == 0);
+	/* The largest message still fits, sealed; one more byte does not. */
+	static uint8_t big[1001];
+	ck_assert_int_eq(link_channel_append(&ch, big, 1000, 500), 1);
+	ck_assert_int_eq(link_channel_append(&ch, big, 1001, 500), -EMSGSIZE);
+	link_channel_free(&ch);
+}
+END_TEST
+
 START_TEST(slots_are_reused_after_the_queue_drains)
 {
 	struct link_channel ch;
@@ -925,6 +979,7 @@ static Suite *link_suite(void)
 	tcase_add_test(tc, half_written_head_is_never_dropped);
 	tcase_add_test(tc, rejects_empty_and_oversized_messages);
 	tcase_add_test(tc, slots_are_reused_after_the_queue_drains);
+	tcase_add_test(tc, sealed_batches_leave_room_for_the_seal);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stream");
