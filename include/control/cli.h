@@ -46,6 +46,7 @@ enum cli_action {
 	CLI_CHECK_CONFIG,    /* --check: validate config_path, print it, exit 0/1 */
 	CLI_HELP,            /* print cli_usage(stdout), exit 0 */
 	CLI_VERSION,         /* print the version, exit 0 */
+	CLI_GENKEY,          /* --genkey: print a new random sync key, exit 0 */
 	CLI_USAGE_ERROR,     /* print message (and usage if show_usage), exit exit_status */
 };
 

@@ -230,6 +230,9 @@ void link_get_stats(const struct link *l, struct link_stats *out);
 /* Room for an address and port as text: "192.0.2.1:3780", "[fe80::1%eth0]:3780". */
 #define LINK_ADDR_STRLEN        80
 
+/* "198.18.0.1:3780", "[2001:2::1%veth0]:3780", for logs; at most LINK_ADDR_STRLEN bytes. */
+void link_sock_addr_str(const struct sockaddr *sa, char *buf, size_t size);
+
 struct link_info {
 	unsigned index;                 /* position in the configuration */
 	char ifname[IF_NAMESIZE];       /* Interface */

@@ -24,6 +24,7 @@ enum opt_kind {
 	OPT_JSON,
 	OPT_HELP,
 	OPT_VERSION,
+	OPT_GENKEY,
 };
 
 enum opt_group {
@@ -154,6 +155,8 @@ static const struct cli_opt cli_opts[] = {
 	{ 'h', "help", OPT_HELP, GROUP_OTHER, NULL, "show this help", NULL, WORDS_NONE, 0 },
 	{ 'v', "version", OPT_VERSION, GROUP_OTHER, NULL, "show the version", NULL,
 	  WORDS_NONE, 0 },
+	{ '\0', "genkey", OPT_GENKEY, GROUP_OTHER, NULL,
+	  "print a new random sync key for the Key file, and exit", NULL, WORDS_NONE, 0 },
 };
 
 #define N_OPTS (sizeof(cli_opts) / sizeof(cli_opts[0]))
@@ -414,6 +417,10 @@ static int parse_one(struct cli_options *o, struct parse_state *st, const struct
 		return 1;
 	case OPT_VERSION:
 		o->action = CLI_VERSION;
+		o->exit_status = 0;
+		return 1;
+	case OPT_GENKEY:
+		o->action = CLI_GENKEY;
 		o->exit_status = 0;
 		return 1;
 	}

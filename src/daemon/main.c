@@ -4,6 +4,7 @@
  */
 #include "build-config.h"
 
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include "control/client.h"
 #include "config/config.h"
 #include "daemon.h"
+#include "envelope/envelope.h"
+#include "keyfile.h"
 
 static void print_version(void)
 {
@@ -39,6 +42,50 @@ static void on_config_warning(void *arg, const struct config_error *w)
 	print_config_error(w, "warning: ");
 }
 
+/* --genkey: as `wg genkey`, one line to store in the Key file of both nodes. */
+static int print_new_key(void)
+{
+	uint8_t key[ENVELOPE_KEY_BYTES];
+	char text[ENVELOPE_KEY_TEXT];
+	int rc = 0;
+
+	if (sodium_init() < 0) {
+		fprintf(stderr, "ctsyncd: libsodium cannot start: no key made\n");
+		return 1;
+	}
+	randombytes_buf(key, sizeof(key));
+	envelope_key_format(key, text);
+	if (printf("%s\n", text) < 0 || fflush(stdout) != 0) {
+		perror("ctsyncd: --genkey");
+		rc = 1;
+	}
+	sodium_memzero(key, sizeof(key));
+	sodium_memzero(text, sizeof(text));
+	return rc;
+}
+
+/* --check reads the key files too: a key the daemon would refuse fails the check. */
+static int check_keys(const struct config *cfg)
+{
+	uint8_t keys[ENVELOPE_KEYS_MAX][ENVELOPE_KEY_BYTES];
+	char why[512];
+	int n;
+
+	if (cfg->sync.nkeys == 0)
+		return 0;
+	if (sodium_init() < 0) {
+		fprintf(stderr, "%s: libsodium cannot start; the Key cannot be checked\n", cfg->path);
+		return -1;
+	}
+	n = keyfile_read_all(&cfg->sync, keys, why, sizeof(why));
+	sodium_memzero(keys, sizeof(keys));
+	if (n < 0) {
+		fprintf(stderr, "%s: %s\n", cfg->path, why);
+		return -1;
+	}
+	return 0;
+}
+
 static int run_client(const struct config *cfg, uint32_t request)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
@@ -63,6 +110,8 @@ int main(int argc, char *argv[])
 	case CLI_VERSION:
 		print_version();
 		return opts.exit_status;
+	case CLI_GENKEY:
+		return print_new_key();
 	case CLI_USAGE_ERROR:
 		if (opts.message[0])
 			fprintf(stderr, "ctsyncd: %s\n", opts.message);
@@ -83,6 +132,10 @@ int main(int argc, char *argv[])
 	}
 	switch (opts.action) {
 	case CLI_CHECK_CONFIG:
+		if (check_keys(&cfg) < 0) {
+			rc = 1;
+			break;
+		}
 		config_print(&cfg, stdout);
 		fprintf(stderr, "ctsyncd: %s is valid\n", cfg.path);
 		rc = 0;

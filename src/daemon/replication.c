@@ -29,6 +29,7 @@
 #include "loop/log.h"
 #include "loop/loop.h"
 #include "control/report.h"
+#include "sealing.h"
 #include "sync/sync.h"
 #include "wire/wire.h"
 
@@ -60,6 +61,7 @@ struct replication {
 	struct cache *cache;
 	struct link_group *links;
 	struct ftfw *engine;
+	struct sealing *sealing;        /* NULL without Key: plain datagrams */
 	struct loop_timer *timer;
 	struct peer_addr peers[FTFW_PEERS_MAX];
 	uint64_t unknown_peers;       /* datagrams from more peers than we track */
@@ -117,6 +119,8 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 		r->unknown_peers++;
 		return;
 	}
+	if (r->sealing && !sealing_open(r->sealing, (unsigned)peer, src, &buf, &len, now))
+		return;
 	/* The messages go to the engine in runs, so that it can decode ahead. */
 	wire_split_init(&split, buf, len, false);
 	while (st == WIRE_SPLIT_MSG) {
@@ -128,6 +132,13 @@ static void on_receive(void *arg, struct link *from, const void *buf, size_t len
 		if (st == WIRE_SPLIT_ERROR)
 			ftfw_count_rejected(r->engine, (unsigned)peer, m[n].reason);
 	}
+}
+
+static size_t seal(void *arg, uint8_t *buf, size_t len, size_t cap)
+{
+	struct replication *r = arg;
+
+	return sealing_seal(r->sealing, buf, len, cap);
 }
 
 static void emit(void *arg, const void *msg, size_t len)
@@ -407,6 +418,7 @@ static void report_network(struct replication *r, struct report *rep)
 	for (unsigned i = 1; i < WIRE_R_MAX; i++)
 		report_u64(rep, wire_reason_key(i), st.malformed[i]);
 	report_end(rep);
+	sealing_report(r->sealing, rep);
 }
 
 static void report_queues(struct replication *r, struct report *rep)
@@ -532,12 +544,22 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	 * returns it is brought to exactly our table.
 	 */
 	fc.peer_timeout_ms = 30000;
-	err = link_group_open(&r->links, loop, &lp);
+	err = sealing_start(&r->sealing, &cfg->sync);
 	if (err < 0) {
-		log_error("cannot open the sync links: %s", strerror(-err));
 		free(r);
 		return err;
 	}
+	if (r->sealing)
+		sealing_link_params(&lp, seal);
+	err = link_group_open(&r->links, loop, &lp);
+	if (err < 0) {
+		log_error("cannot open the sync links: %s", strerror(-err));
+		sealing_stop(r->sealing);
+		free(r);
+		return err;
+	}
+	if (r->sealing)
+		sealing_set_links(r->sealing, r->links);
 	/* Without ExpectationSync the peer's expectations are counted and ignored (as 1.4.7 does). */
 	err = ftfw_new(&fc, cache_exp_internal(caches) ? &ops : &ops_no_exp, r, cache_internal(caches), seq,
 		       loop_now_ms(loop), &r->engine);
@@ -581,6 +603,7 @@ void replication_stop(struct replication *r)
 	cache_set_listener(r->cache, &none);
 	ftfw_free(r->engine);
 	link_group_close(r->links);
+	sealing_stop(r->sealing);
 	loop_timer_free(r->timer);
 	free(r);
 }

@@ -240,7 +240,6 @@ void link_group_check_failover(struct link_group *g);
 /* sock.c */
 int link_sock_addr(struct sockaddr_storage *ss, socklen_t *len, const struct config_addr *a,
 		   uint16_t port, unsigned ifindex);
-void link_sock_addr_str(const struct sockaddr *sa, char *buf, size_t size);
 int link_sock_buffers(int fd, const struct link *l, bool snd, bool rcv);
 int link_dev_query(const char *ifname, unsigned *ifindex, uint32_t *mtu, unsigned *ifflags);
 int link_dev_flags(const char *ifname, unsigned *ifflags);

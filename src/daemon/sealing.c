@@ -1,0 +1,196 @@
+/*
+ * sealing.c - the envelope between the sync engine and the links.
+ *
+ * Every datagram we send is sealed as the link closes it (link_seal_fn),
+ * so batching is unchanged and the messages inside are 1.4.7's; every
+ * datagram received is opened before the splitter sees it.  Refusals are
+ * counted by reason and logged with their source, at most once per
+ * REFUSAL_LOG_MS per reason: a flood costs a line every ten seconds.
+ */
+#include "sealing.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/report.h"
+#include "envelope/envelope.h"
+#include "keyfile.h"
+#include "link/link.h"
+#include "loop/log.h"
+
+#define REFUSAL_LOG_MS 10000u
+
+struct sealing {
+	struct envelope *env;
+	struct link_group *links;
+	unsigned nkeys;
+	uint16_t key_ids[ENVELOPE_KEYS_MAX];
+	uint64_t logged_ms[ENVELOPE_R_MAX];
+	uint64_t unlogged[ENVELOPE_R_MAX];
+	uint64_t send_failures;         /* handshake datagrams the link could not queue */
+};
+
+static void env_random(void *arg, void *buf, size_t len)
+{
+	(void)arg;
+	randombytes_buf(buf, len);
+}
+
+static void env_send(void *arg, unsigned peer, const void *sealed, size_t len)
+{
+	struct sealing *sg = arg;
+	int err;
+
+	(void)peer;     /* one destination per link: the peer, or the group */
+	if (!sg->links)
+		return;
+	err = link_group_send_datagram(sg->links, sealed, len);
+	if (err < 0 && err != -EAGAIN)
+		sg->send_failures++;
+}
+
+static void env_session(void *arg, unsigned peer, uint64_t old_sid, uint64_t new_sid)
+{
+	(void)arg;
+	if (old_sid)
+		log_notice("sync: peer %u proved a new session %016" PRIx64 " (it restarted; the "
+			   "session %016" PRIx64 " is over)", peer, new_sid, old_sid);
+	else
+		log_notice("sync: peer %u proved its session %016" PRIx64, peer, new_sid);
+}
+
+int sealing_start(struct sealing **out, const struct config_sync *s)
+{
+	static const struct envelope_ops ops = {
+		.random = env_random, .send = env_send, .session = env_session,
+	};
+	uint8_t keys[ENVELOPE_KEYS_MAX][ENVELOPE_KEY_BYTES];
+	char why[512];
+	struct sealing *sg;
+	int n, err;
+
+	*out = NULL;
+	if (s->nkeys == 0)
+		return 0;
+	if (sodium_init() < 0) {
+		log_error("sync: libsodium cannot start; the Key cannot be used");
+		return -ENOSYS;
+	}
+	n = keyfile_read_all(s, keys, why, sizeof(why));
+	if (n < 0) {
+		log_error("sync: %s", why);
+		return n;
+	}
+	sg = calloc(1, sizeof(*sg));
+	if (!sg) {
+		sodium_memzero(keys, sizeof(keys));
+		return -ENOMEM;
+	}
+	sg->nkeys = (unsigned)n;
+	for (int i = 0; i < n; i++)
+		sg->key_ids[i] = envelope_key_id(keys[i]);
+	err = envelope_new((const uint8_t (*)[ENVELOPE_KEY_BYTES])keys, (unsigned)n, &ops, sg, &sg->env);
+	sodium_memzero(keys, sizeof(keys));
+	if (err < 0) {
+		log_error("sync: cannot set up the sealing of sync datagrams: %s", strerror(-err));
+		free(sg);
+		return err;
+	}
+	log_notice("sync: datagrams are sealed with the key of %s (id %04x)%s%s; our session is %016"
+		   PRIx64, s->keys[0], sg->key_ids[0], n > 1 ? ", and also accepted with that of " : "",
+		   n > 1 ? s->keys[1] : "", envelope_sid(sg->env));
+	*out = sg;
+	return 0;
+}
+
+void sealing_stop(struct sealing *sg)
+{
+	if (!sg)
+		return;
+	envelope_free(sg->env);
+	free(sg);
+}
+
+void sealing_link_params(struct link_group_params *lp, size_t (*seal)(void *, uint8_t *, size_t, size_t))
+{
+	lp->seal = seal;
+	lp->seal_headroom = ENVELOPE_HDR_BYTES;
+	lp->seal_overhead = ENVELOPE_OVERHEAD;
+	lp->frame_len = envelope_frame_len;
+	lp->frame_valid = envelope_frame_valid;
+}
+
+void sealing_set_links(struct sealing *sg, struct link_group *links)
+{
+	sg->links = links;
+}
+
+size_t sealing_seal(struct sealing *sg, uint8_t *buf, size_t len, size_t cap)
+{
+	return envelope_seal(sg->env, buf + ENVELOPE_HDR_BYTES, len, buf, cap);
+}
+
+static void refused(struct sealing *sg, enum envelope_reason why, const struct sockaddr *src, uint64_t now)
+{
+	char from[LINK_ADDR_STRLEN] = "the peer's connection";
+
+	sg->unlogged[why]++;
+	if (sg->logged_ms[why] && now - sg->logged_ms[why] < REFUSAL_LOG_MS)
+		return;
+	if (src)
+		link_sock_addr_str(src, from, sizeof(from));
+	log_warning("sync: datagram from %s refused: %s (%" PRIu64 " refused for this reason "
+		    "since the last report; -s network shows them all)", from,
+		    envelope_reason_name(why), sg->unlogged[why]);
+	sg->logged_ms[why] = now ? now : 1;
+	sg->unlogged[why] = 0;
+}
+
+bool sealing_open(struct sealing *sg, unsigned peer, const struct sockaddr *src, const void **buf,
+		  size_t *len, uint64_t now)
+{
+	const void *plain;
+	size_t plen;
+	enum envelope_reason why;
+
+	why = envelope_open(sg->env, peer, *buf, *len, now, &plain, &plen);
+	if (why == ENVELOPE_DELIVER) {
+		*buf = plain;
+		*len = plen;
+		return true;
+	}
+	if (why != ENVELOPE_CONTROL)
+		refused(sg, why, src, now);
+	return false;
+}
+
+void sealing_report(const struct sealing *sg, struct report *rep)
+{
+	struct envelope_stats st = { 0 };
+	char sid[17] = "";
+
+	report_begin(rep, "envelope");
+	report_bool(rep, "keyed", sg != NULL);
+	if (sg) {
+		envelope_stats(sg->env, &st);
+		snprintf(sid, sizeof(sid), "%016" PRIx64, envelope_sid(sg->env));
+		report_str(rep, "session", sid);
+		report_u64(rep, "keys", sg->nkeys);
+	}
+	report_u64(rep, "sealed", st.sealed);
+	report_u64(rep, "delivered", st.opened[ENVELOPE_DELIVER]);
+	report_u64(rep, "handshake_received", st.opened[ENVELOPE_CONTROL]);
+	for (int r = ENVELOPE_CONTROL + 1; r < ENVELOPE_R_MAX; r++)
+		report_u64(rep, envelope_reason_key((enum envelope_reason)r), st.opened[r]);
+	report_u64(rep, "challenges_sent", st.challenges_sent);
+	report_u64(rep, "challenges_rate_limited", st.challenges_rate_limited);
+	report_u64(rep, "challenges_for_others", st.challenges_for_others);
+	report_u64(rep, "responses_sent", st.responses_sent);
+	report_u64(rep, "responses_rate_limited", st.responses_rate_limited);
+	report_u64(rep, "sessions_accepted", st.sessions_accepted);
+	report_u64(rep, "handshake_send_failures", sg ? sg->send_failures : 0);
+	report_end(rep);
+}
