@@ -8,3 +8,8 @@ libctsyncd_a_SOURCES += \
 	src/envelope/window.c \
 	src/envelope/handshake.c \
 	src/envelope/envelope.c
+
+check_PROGRAMS += tests/unit/check_envelope
+TESTS += tests/unit/check_envelope
+tests_unit_check_envelope_CFLAGS = $(UNIT_CFLAGS) $(LIBSODIUM_CFLAGS)
+tests_unit_check_envelope_LDADD = $(UNIT_LIBS)
