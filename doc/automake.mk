@@ -2,3 +2,4 @@ dist_man_MANS += doc/ctsyncd.conf.5
 dist_man_MANS += doc/ctsyncd.8
 EXTRA_DIST += doc/protocol.md
 EXTRA_DIST += doc/architecture.md
+EXTRA_DIST += doc/envelope.md

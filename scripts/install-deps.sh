@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
-	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev check
+	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev libsodium-dev check
 	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP
