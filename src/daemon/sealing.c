@@ -142,9 +142,10 @@ static void refused(struct sealing *sg, enum envelope_reason why, const struct s
 		return;
 	if (src)
 		link_sock_addr_str(src, from, sizeof(from));
-	log_warning("sync: datagram from %s refused: %s (%" PRIu64 " refused for this reason "
-		    "since the last report; -s network shows them all)", from,
-		    envelope_reason_name(why), sg->unlogged[why]);
+	log_msg(why == ENVELOPE_R_STALE_SESSION ? LOG_LEVEL_NOTICE : LOG_LEVEL_WARNING,
+		"sync: datagram from %s refused: %s (%" PRIu64 " refused for this reason "
+		"since the last report; -s network shows them all)", from,
+		envelope_reason_name(why), sg->unlogged[why]);
 	sg->logged_ms[why] = now ? now : 1;
 	sg->unlogged[why] = 0;
 }
@@ -162,7 +163,12 @@ bool sealing_open(struct sealing *sg, unsigned peer, const struct sockaddr *src,
 		*len = plen;
 		return true;
 	}
-	if (why != ENVELOPE_CONTROL)
+	/*
+	 * Every start sees a few datagrams of the peer before its proof, and
+	 * on multicast every node sees the others' handshakes: counted, and
+	 * the first only said, not warned about.
+	 */
+	if (why != ENVELOPE_CONTROL && why != ENVELOPE_R_UNSOLICITED)
 		refused(sg, why, src, now);
 	return false;
 }

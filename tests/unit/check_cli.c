@@ -197,6 +197,8 @@ static const struct cli_case cases[] = {
 	  "'-d' cannot be combined with '-s'", true },
 	{ { "-v", NULL }, CLI_VERSION, 0, 0, false, DEF, NOMSG, false },
 	{ { "--version", NULL }, CLI_VERSION, 0, 0, false, DEF, NOMSG, false },
+	{ { "--genkey", NULL }, CLI_GENKEY, 0, 0, false, DEF, NOMSG, false },
+	{ { "-C", "/x.conf", "--genkey", NULL }, CLI_GENKEY, 0, 0, false, "/x.conf", NOMSG, false },
 	{ { "-s", "-v", NULL }, CLI_VERSION, 0, 0, false, DEF, NOMSG, false },
 	ERR(1, false, "unknown argument 'foo' for -s", "-s", "foo", "-h"),
 
@@ -220,6 +222,7 @@ static const char *action_name(enum cli_action a)
 	case CLI_CHECK_CONFIG: return "CHECK_CONFIG";
 	case CLI_HELP: return "HELP";
 	case CLI_VERSION: return "VERSION";
+	case CLI_GENKEY: return "GENKEY";
 	case CLI_USAGE_ERROR: return "USAGE_ERROR";
 	}
 	return "?";
@@ -372,7 +375,7 @@ START_TEST(usage_lists_every_option_and_word)
 		"-d ", "-C <file>", "--check", "-c [ct|expect]", "-f [internal|external]",
 		"-F [ct|expect]", "-i [ct|expect]", "-e [ct|expect]", "-x ", "-k ",
 		"-s [network|cache|runtime|link|rsqueue|process|queue|ct|expect]", "--json",
-		"-R [ct|expect]", "-B ", "-n ", "-t ", "-h, --help", "-v, --version",
+		"-R [ct|expect]", "-B ", "-n ", "-t ", "-h, --help", "-v, --version", "--genkey",
 		CONFIG_DEFAULT_PATH,
 	};
 	char *text = usage_text();
