@@ -37,7 +37,7 @@ run_case() {
 	for n in 1 2; do fo_ctsyncd_conf "$n"; done
 	if [[ $mode == with ]]; then
 		fo_start_ctsyncd 1 && fo_start_ctsyncd 2 || die "ctsyncd did not start"
-		tell "ctsyncd runs on fw1 and fw2 (FTFW over the sync link, HotStandby on)"
+		tell "ctsyncd runs on fw1 and fw2 (FTFW over the sync link, HotStandby on, sealed with a Key)"
 	else
 		export FO_NO_HOOK=1
 		tell "no ctsyncd this time; keepalived alone"

@@ -124,9 +124,15 @@ table inet ctsfo_loss {
 NFT
 }
 
-# fo_ctsyncd_conf N [Mode options]: $WORK/fwN.conf, FTFW over UDP on sync0.
+# fo_ctsyncd_conf N [Mode options]: $WORK/fwN.conf, FTFW over UDP on sync0, keyed
+# with $WORK/sync.key unless FO_UNKEYED is set.
 fo_ctsyncd_conf() {
-	local n=$1 opts=${2:-HotStandby on} peer=$((3 - $1))
+	local n=$1 opts=${2:-HotStandby on} peer=$((3 - $1)) key=""
+	# Keyed, as we recommend, unless FO_UNKEYED is set: one key for the pair.
+	if [[ -z ${FO_UNKEYED:-} ]]; then
+		[[ -s $WORK/sync.key ]] || (umask 077; "$CTSYNCD" --genkey >"$WORK/sync.key") || return 1
+		key="Key $WORK/sync.key"
+	fi
 	cat >"$WORK/fw$n.conf" <<CONF
 # ctsyncd on fw$n ($(date -u +%FT%TZ))
 Sync {
@@ -139,6 +145,7 @@ Sync {
 		Port 3780
 		Interface sync0
 	}
+	$key
 	Options { ExpectationSync on }
 }
 General {
