@@ -60,4 +60,17 @@ static const uint8_t FUZZ_KEY_NEXT[ENVELOPE_KEY_BYTES] __attribute__((unused)) =
 	0x79, 0x20, 0x74, 0x77, 0x6f, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
 };
 
+/* The harness's and the generator's randomness: xorshift64, deterministic. */
+static inline void envelope_input_random(uint64_t *state, void *buf, size_t len)
+{
+	uint8_t *b = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		*state ^= *state << 13;
+		*state ^= *state >> 7;
+		*state ^= *state << 17;
+		b[i] = (uint8_t)(*state >> 24);
+	}
+}
+
 #endif

@@ -100,14 +100,8 @@ static uint64_t get_be64(const uint8_t *p)
 static void node_random(void *arg, void *buf, size_t len)
 {
 	struct node *n = arg;
-	uint8_t *b = buf;
 
-	for (size_t i = 0; i < len; i++) {
-		n->rng ^= n->rng << 13;
-		n->rng ^= n->rng >> 7;
-		n->rng ^= n->rng << 17;
-		b[i] = (uint8_t)(n->rng >> 24);
-	}
+	envelope_input_random(&n->rng, buf, len);
 }
 
 static void node_send(void *arg, unsigned peer, const void *buf, size_t len)

@@ -47,14 +47,8 @@ static void die(const char *what)
 static void gen_random(void *arg, void *buf, size_t len)
 {
 	struct gen_node *n = arg;
-	uint8_t *b = buf;
 
-	for (size_t i = 0; i < len; i++) {
-		n->rng ^= n->rng << 13;
-		n->rng ^= n->rng >> 7;
-		n->rng ^= n->rng << 17;
-		b[i] = (uint8_t)(n->rng >> 24);
-	}
+	envelope_input_random(&n->rng, buf, len);
 }
 
 /* Keeps the last control message sent. */
