@@ -584,8 +584,12 @@ static void cb_apply(void *arg, unsigned peer, uint8_t type, const struct flow_f
 		return;
 	}
 	/* NEW replaces, UPD updates or creates: our messages carry whole states, so both upsert. */
-	if (flow_table_upsert(t, f, (uint32_t)(n->w->now / 1000), &h) < 0)
+	n->data_from[peer]++;
+	if (flow_table_upsert(t, f, (uint32_t)(n->w->now / 1000), &h) < 0) {
 		world_fail(n->w, "node %u: external upsert failed", n->id);
+		return;
+	}
+	memcpy(flow_table_user(t, h), &n->ext_gen[peer], sizeof(uint32_t));
 }
 
 static void cb_prefetch(void *arg, unsigned peer, uint8_t type, const struct flow_full *f)
@@ -632,10 +636,63 @@ static void cb_peer_reset(void *arg, unsigned peer)
 	struct node *n = arg;
 
 	if (n->w->trace)
-		fprintf(stderr, "%8llu node %u: flushes what it has of node %u\n",
+		fprintf(stderr, "%8llu node %u: marks what it has of node %u\n",
 			(unsigned long long)n->w->now, n->id, peer);
-	if (peer < n->w->n && n->ext[peer])
-		flow_table_clear(n->ext[peer]);
+	if (peer >= n->w->n || !n->ext[peer])
+		return;
+	n->ext_gen[peer]++;
+	n->ext_marked[peer] = true;
+	n->marked_at[peer] = n->quiet_since[peer] = n->w->now;
+	n->data_seen[peer] = n->data_from[peer];
+}
+
+/*
+ * The daemon's sweep_due() (replication.c): our RESYNC request answered
+ * and the peer quiet for 2 s, or 60 s after the mark; then what the peer
+ * did not send again since the mark goes.
+ */
+static void sweep_external(struct node *n, uint64_t now)
+{
+	struct ftfw_stats st;
+
+	ftfw_stats(n->e, &st);
+	for (unsigned p = 0; p < n->w->n; p++) {
+		uint32_t cursor = 0, h, gen;
+
+		if (!n->ext_marked[p])
+			continue;
+		if (n->data_from[p] != n->data_seen[p]) {
+			n->data_seen[p] = n->data_from[p];
+			n->quiet_since[p] = now;
+		}
+		if (now - n->marked_at[p] < 60000 && (st.resync_outstanding || now - n->quiet_since[p] < 2000))
+			continue;
+		n->ext_marked[p] = false;
+		while ((h = flow_table_next(n->ext[p], &cursor)) != 0) {
+			memcpy(&gen, flow_table_user(n->ext[p], h), sizeof(gen));
+			if (gen != n->ext_gen[p])
+				flow_table_delete(n->ext[p], h);
+		}
+		if (n->w->trace)
+			fprintf(stderr, "%8llu node %u: sweeps what node %u did not send again\n",
+				(unsigned long long)now, n->id, p);
+	}
+}
+
+/* The next time sweep_external() may have work: 2 s after the last state, or at the 60 s limit. */
+static uint64_t sweep_deadline(const struct node *n, uint64_t now)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (unsigned p = 0; p < n->w->n; p++)
+		if (n->ext_marked[p]) {
+			uint64_t t = n->quiet_since[p] + 2000;
+
+			if (t <= now)
+				t = now + 100;  /* waiting for the RESYNC's answer: look again soon */
+			d = d < t ? d : t;
+		}
+	return d;
 }
 
 static void cb_old_log(void *arg, const char *line)
@@ -738,7 +795,8 @@ void node_up(struct node *n, uint64_t now)
 	n->seen = table_new(0, 0x9e3779b9u ^ n->id);
 	for (unsigned i = 0; i < n->w->n; i++)
 		if (i != n->id)
-			n->ext[i] = table_new(0, rng_u32(&n->w->rng));
+			n->ext[i] = table_new(sizeof(uint32_t), rng_u32(&n->w->rng));
+	memset(n->ext_marked, 0, sizeof(n->ext_marked));
 	/* The startup dump: loaded, not sent (protocol.md §6.1); the peer's resync request fetches it. */
 	while ((kh = flow_table_next(n->kernel, &cursor)) != 0) {
 		flow_table_export(n->kernel, kh, &ff);
@@ -910,9 +968,12 @@ void node_iterate(struct node *n, uint64_t now)
 	if (n->w->cache_timeout_s && now >= n->next_expire)
 		expire_external(n, now);
 	ftfw_tick(n->e, now);
+	sweep_external(n, now);
 	ftfw_send(n->e, now, n->budget);
 	flush(n, now);
 	d = ftfw_next_deadline(n->e);
+	if (sweep_deadline(n, now) < d)
+		d = sweep_deadline(n, now);
 	if (n->w->cache_timeout_s && n->next_expire < d)
 		d = n->next_expire;
 	n->wake = ftfw_send_ready(n->e) ? now + 1 : d;
@@ -1055,7 +1116,12 @@ static bool same_table(struct world *w, const struct flow_table *truth, const st
 
 bool node_idle(const struct node *n)
 {
-	return n->old ? old147_idle(n->o) : ftfw_idle(n->e);
+	if (n->old)
+		return old147_idle(n->o);
+	for (unsigned p = 0; p < n->w->n; p++)
+		if (n->ext_marked[p])
+			return false;           /* a sweep is still due */
+	return ftfw_idle(n->e);
 }
 
 bool node_check(struct node *reader, struct node *owner)

@@ -55,7 +55,17 @@ struct node {
 	struct ftfw_config cfg;
 	struct flow_table *internal;
 	struct flow_table *seen;        /* every key this process had in its kernel (checks only) */
-	struct flow_table *ext[SIM_NODES_MAX];
+	struct flow_table *ext[SIM_NODES_MAX];  /* user area: the mark generation of the entry */
+	/*
+	 * Mark and sweep after a peer's restart, as the daemon does
+	 * (replication.c, peer_reset()): per peer, since the model keeps one
+	 * external table per peer.
+	 */
+	uint32_t ext_gen[SIM_NODES_MAX];
+	bool ext_marked[SIM_NODES_MAX];
+	uint64_t marked_at[SIM_NODES_MAX], quiet_since[SIM_NODES_MAX];
+	uint64_t data_from[SIM_NODES_MAX];      /* states applied from each peer */
+	uint64_t data_seen[SIM_NODES_MAX];
 	struct ftfw *e;
 	uint8_t *buf;                   /* the channel buffer: MTU - 28 */
 	size_t used, cap;

@@ -54,7 +54,11 @@
  * ADVERSARY (--adversary, and FTFW seeds 1-500 in the default run): a
  * sender that forges a peer's source sends forged restarts, RESYNC floods,
  * NACKs of the whole sequence space, jumps and forged spaces that go on
- * for seconds during the churn (forge()); seeds 1-20000 converge.
+ * for seconds during the churn (forge()); seeds 1-20000 converge.  A node
+ * runs the daemon's policy on a peer's restart: it marks what it holds of
+ * the peer and sweeps what the peer did not send again (node.c,
+ * sweep_external()), so the checks hold the marks and sweeps to the same
+ * convergence as everything else.
  *
  * The default run has seeds 1-1000 of MIXED with --stable-old: only
  * ctsyncd restarts; 1.4.7 runs throughout.  (There, seeds 1-20000 all
