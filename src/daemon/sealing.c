@@ -54,7 +54,21 @@ static void env_send(void *arg, unsigned peer, const void *sealed, size_t len)
 
 static void env_session(void *arg, unsigned peer, uint64_t old_sid, uint64_t new_sid)
 {
-	(void)arg;
+	struct sealing *sg = arg;
+	uint8_t greeting[ENVELOPE_OVERHEAD];
+	size_t n;
+
+	/*
+	 * The peer has just started, or we have, and it may not have proven
+	 * our session yet: our datagrams reach it only as "stale" ones until
+	 * it sees one and challenges us, and the engine's next one may be a
+	 * second away (its keepalive), its data refused meanwhile.  An empty
+	 * datagram now makes it ask at once; once it has proven us, an empty
+	 * datagram is nothing to the splitter.
+	 */
+	n = envelope_seal(sg->env, "", 0, greeting, sizeof(greeting));
+	if (n)
+		env_send(sg, peer, greeting, n);
 	if (old_sid)
 		log_notice("sync: peer %u proved a new session %016" PRIx64 " (it restarted; the "
 			   "session %016" PRIx64 " is over)", peer, new_sid, old_sid);
