@@ -627,11 +627,20 @@ run_trial() {
 	else
 		row dgram_size_ab "$n" "" "$d" "$rep" nan 0 B "no datagram"
 	fi
-	# the envelope's bytes per datagram: what A's links sent beyond the sync
-	# messages they carried (0 unkeyed; 38 per datagram keyed, and 62 per
-	# handshake envelope)
+	# what each frame on the link carried beyond the sync messages: the
+	# device's bytes less ctsyncd's count of the message bytes it sent, per
+	# frame.  Unlike the mean frame it does not depend on how full the
+	# datagrams were: 42 B of Ethernet, IP and UDP headers, and keyed the
+	# envelope's 38 B more
+	if [[ $sbA0 != nan && $sbA1 != nan ]] && ((pA1 > pA0)); then
+		row dgram_over_ab "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0 - ($sbA1 - $sbA0)) / ($pA1 - $pA0)")" 1 B
+	fi
+	# the same from ctsyncd's own counters: what its links sent beyond the
+	# messages (0 unkeyed, 38 B a datagram keyed), to the log
 	if [[ $lbA0 != nan && $lbA1 != nan ]] && ((lpA1 > lpA0)); then
-		row seal_ab "$n" "" "$d" "$rep" "$(calc "($lbA1 - $lbA0 - ($sbA1 - $sbA0)) / ($lpA1 - $lpA0)")" 1 B
+		echo "$d N=$n rep=$rep envelope bytes per datagram by ctsyncd's counters:" \
+			"$(calc "($lbA1 - $lbA0 - ($sbA1 - $sbA0)) / ($lpA1 - $lpA0)")" \
+			"($((lpA1 - lpA0)) datagrams, link $((txA1 - txA0)) B in $((pA1 - pA0)) frames)" >>"$LOG"
 	fi
 
 	# --- update burst: every entry gets a new mark; B has converged when its
