@@ -356,11 +356,14 @@ METRICS = [
     ('wire_ab', 'sync link A->B per state (frames)', 'B', '<= 75'),
     ('wire_both', 'sync link both ways per state', 'B', ''),
     ('dgram_ab', 'datagrams A->B per 1000 states', 'dgrams', ''),
+    ('dgram_size_ab', 'sync link A->B per datagram (frames)', 'B', ''),
+    ('dgram_over_ab', 'sync link A->B per datagram beyond the sync messages', 'B', ''),
     ('update_time', 'update burst: converged on B', 's', ''),
     ('update_rate', 'update burst rate', 'states/s', ''),
     ('delete_time', 'delete burst: converged on B', 's', ''),
     ('delete_rate', 'delete burst rate', 'states/s', ''),
     ('overruns', 'netlink overruns (A+B, whole trial)', 'count', '0'),
+    ('handshake_time', 'keyed: both sessions proven after the start', 's', ''),
     ('commit_time', 'commit of N on B (-c)', 's', ''),
     ('commit_rate', 'commit rate', 'states/s', ''),
     ('raw_rate', 'raw create rate (ctload raw-rate)', 'states/s', ''),
@@ -445,12 +448,152 @@ def summarize_notes(bad):
     return '; '.join(sorted(set(notes)))
 
 
+KEYED = 'ctsyncd-keyed'
+DAEMONS = ('ctsyncd', 'conntrackd', KEYED)
+
+# The keyed ctsyncd against the unkeyed one (issue 15): metric, how the two
+# medians compare ('ratio' keyed / unkeyed, or 'diff' keyed - unkeyed), and
+# the target and its limit, or None.  'over_per_state' is derived: the
+# bytes a keyed datagram carries beyond an unkeyed one's (dgram_over_ab),
+# times the keyed datagrams per state (dgram_ab): what keying costs per
+# state, free of the trial-to-trial spread of the datagrams' fill that
+# the bytes per state (wire_ab) of two trials have.
+KEYED_ROWS = [
+    ('cpu_a', 'ratio', '<= 1.15x', 1.15),
+    ('cpu_b', 'ratio', '<= 1.15x', 1.15),
+    ('resync_cpu', 'ratio', '', None),
+    ('commit_cpu', 'ratio', '', None),
+    ('repl_time', 'ratio', '', None),
+    ('dgram_over_ab', 'diff', '<= +40 B', 40),
+    ('over_per_state', 'value', '', None),
+    ('wire_ab', 'diff', '', None),
+    ('dgram_ab', 'ratio', '', None),
+    ('dgram_size_ab', 'diff', '', None),
+    ('rss_start_a', 'diff', '', None),
+    ('rss_start_b', 'diff', '', None),
+    ('rss_a', 'diff', '', None),
+    ('rss_b', 'diff', '', None),
+    ('loss_time', 'ratio', '', None),
+    ('loss_frac60', 'diff', '', None),
+    ('loss_frac120', 'diff', '', None),
+    ('lag_p50', 'diff', '', None),
+    ('lag_p99', 'diff', '', None),
+    ('lag_reached', 'diff', '', None),
+]
+EXTRA_LABEL = 'the same per state (x keyed datagrams per state), B'
+
+
+def good_values(rs):
+    return [float(r['value']) for r in rs if r['ok'] == '1' and r['value'] not in ('', 'nan')]
+
+
+def by_rep(rs):
+    """{rep: value} of the rows that succeeded."""
+    return {r['rep']: float(r['value']) for r in rs
+            if r['ok'] == '1' and r['value'] not in ('', 'nan')}
+
+
+def render(head, table, markdown):
+    widths = [max(len(str(r[i])) for r in table + [head]) for i in range(len(head))]
+    lines = []
+    if markdown:
+        lines.append('| ' + ' | '.join(head) + ' |')
+        lines.append('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
+        for r in table:
+            lines.append('| ' + ' | '.join(str(c) for c in r) + ' |')
+    else:
+        lines.append('  '.join(h.ljust(w) for h, w in zip(head, widths)))
+        lines.append('  '.join('-' * w for w in widths))
+        for r in table:
+            lines.append('  '.join(str(c).ljust(w) for c, w in zip(r, widths)))
+    return '\n'.join(lines) + '\n'
+
+
+def size_of(n, p):
+    size = nfmt(n) if n else ''
+    if p:
+        size += ' ' + p
+    return size.strip()
+
+
+def keyed_table(groups):
+    """Rows of the keyed-against-unkeyed table: metric, N, unkeyed, keyed,
+    change (median against median), the same per repetition [min-max]
+    (each keyed trial against the unkeyed one of the same repetition, which
+    ran right before or after it), target, verdict."""
+    def change(mode, u, k):
+        if u is None or k is None:
+            return None
+        if mode == 'ratio':
+            return k / u if u else None
+        return k - u
+
+    def show(mode, v, unit):
+        if v is None:
+            return '-'
+        if mode == 'ratio':
+            return '%.3fx' % v
+        return ('+' if v >= 0 else '') + fmt(v, unit) + ' ' + unit
+
+    table = []
+    for m, mode, target, limit in KEYED_ROWS:
+        if m == 'over_per_state':
+            keys = sorted((k for k in groups if k[0] == 'dgram_over_ab'),
+                          key=lambda k: (int(k[1] or 0), k[2]))
+        else:
+            keys = sorted((k for k in groups if k[0] == m),
+                          key=lambda k: (int(k[1] or 0), k[2]))
+        for key in keys:
+            _, n, p = key
+            if m == 'over_per_state':
+                unit = 'B'
+                ou = groups[key].get('ctsyncd', [])
+                ok_ = groups[key].get(KEYED, [])
+                dk = groups.get(('dgram_ab', n, p), {}).get(KEYED, [])
+                if not ou or not ok_ or not dk:
+                    continue
+                mu, mk, md = (statistics.median(good_values(x)) if good_values(x) else None
+                              for x in (ou, ok_, dk))
+                val = (mk - mu) * md / 1000 if None not in (mu, mk, md) else None
+                ru, rk, rd = by_rep(ou), by_rep(ok_), by_rep(dk)
+                pairs = [(rk[r] - ru[r]) * rd[r] / 1000 for r in rk if r in ru and r in rd]
+                label = EXTRA_LABEL
+                uc, kc = '', ''
+                shown = show('diff', val, unit)
+                pshow = ''
+                if len(pairs) > 1:
+                    pshow = '[%s .. %s]' % (show('diff', min(pairs), unit), show('diff', max(pairs), unit))
+            else:
+                label, unit = LABEL.get(m, (m, m, 'x', ''))[1:3]
+                ru_rows = groups[key].get('ctsyncd', [])
+                rk_rows = groups[key].get(KEYED, [])
+                if not rk_rows or not ru_rows:
+                    continue
+                uc, mu = cell(ru_rows, unit)
+                kc, mk = cell(rk_rows, unit)
+                val = change(mode, mu, mk)
+                shown = show(mode, val, unit)
+                ru, rk = by_rep(ru_rows), by_rep(rk_rows)
+                pairs = [change(mode, ru[r], rk[r]) for r in rk if r in ru]
+                pairs = [x for x in pairs if x is not None]
+                pshow = ''
+                if len(pairs) > 1:
+                    pshow = '[%s .. %s]' % (show(mode, min(pairs), unit), show(mode, max(pairs), unit))
+                label = '%s, %s' % (label, unit)
+            verdict = ''
+            if limit is not None:
+                verdict = '-' if val is None else ('met' if val <= limit else 'MISSED')
+            table.append((label, size_of(n, p), uc or '-', kc or '-', shown, pshow, target, verdict))
+    return table
+
+
 def cmd_report(args):
     with open(args.csv, newline='') as f:
         rows = [r for r in csv.DictReader(f) if r['rep'] not in ('median', 'min', 'max')]
     groups = {}
     for r in rows:
         groups.setdefault((r['metric'], r['n'], r['param']), {}).setdefault(r['daemon'], []).append(r)
+    keyed = any(KEYED in g for g in groups.values())
 
     def order(key):
         m, n, p = key
@@ -463,12 +606,12 @@ def cmd_report(args):
         m, n, p = key
         label, unit, target = LABEL.get(m, (m, m, '', ''))[1:4]
         cells, meds = [], {}
-        for d in ('ctsyncd', 'conntrackd'):
+        for d in DAEMONS:
             rs = groups[key].get(d, [])
             txt, med = cell(rs, unit)
             cells.append(txt or '-')
             meds[d] = med
-            good = [float(r['value']) for r in rs if r['ok'] == '1' and r['value'] not in ('', 'nan')]
+            good = good_values(rs)
             if good:
                 for tag, val in (('median', med), ('min', min(good)), ('max', max(good))):
                     summary.append({'metric': m, 'n': n, 'param': p, 'daemon': d, 'rep': tag,
@@ -479,10 +622,14 @@ def cmd_report(args):
         if a is not None and b not in (None, 0):
             ratio = '%.2f' % (a / b)
         what = '%s, %s' % (label, unit)
-        size = nfmt(n) if n else ''
-        if p:
-            size += ' ' + p
-        table.append((what, size.strip(), cells[0], cells[1], ratio, target))
+        line = (what, size_of(n, p), cells[0], cells[1], ratio, target)
+        if keyed:
+            k = meds[KEYED]
+            kratio = '-'
+            if k is not None and a not in (None, 0):
+                kratio = '%.2f' % (k / a)
+            line += (cells[2], kratio)
+        table.append(line)
     # rewrite the file: the measurements, then this summary (so that a
     # second report does not add a second summary)
     tmp = args.csv + '.tmp'
@@ -494,19 +641,16 @@ def cmd_report(args):
     os.replace(tmp, args.csv)
 
     head = ('metric', 'N', 'ctsyncd', 'conntrackd 1.4.7', 'ratio', 'target')
-    widths = [max(len(str(r[i])) for r in table + [head]) for i in range(len(head))]
-    lines = []
-    if args.markdown:
-        lines.append('| ' + ' | '.join(head) + ' |')
-        lines.append('|' + '|'.join('-' * (w + 2) for w in widths) + '|')
-        for r in table:
-            lines.append('| ' + ' | '.join(str(c) for c in r) + ' |')
-    else:
-        lines.append('  '.join(h.ljust(w) for h, w in zip(head, widths)))
-        lines.append('  '.join('-' * w for w in widths))
-        for r in table:
-            lines.append('  '.join(str(c).ljust(w) for c, w in zip(r, widths)))
-    text = '\n'.join(lines) + '\n'
+    if keyed:
+        head += ('ctsyncd keyed', 'keyed/ctsyncd')
+    text = render(head, table, args.markdown)
+    if keyed:
+        kt = keyed_table(groups)
+        if kt:
+            text += ('\nctsyncd keyed (Key in Sync: XChaCha20-Poly1305 envelope, 38 bytes per '
+                     'datagram) against ctsyncd unkeyed, same trials:\n\n')
+            text += render(('metric', 'N', 'ctsyncd', 'ctsyncd keyed', 'change',
+                            'per repetition', 'target', 'verdict'), kt, args.markdown)
     sys.stdout.write(text)
     if args.plots:
         plots(args, groups)
@@ -530,12 +674,16 @@ def plots(args, groups):
     if sizes:
         dat = os.path.join(out, 'cpu.dat')
         with open(dat, 'w') as f:
-            f.write('# N ctsyncd_A ctsyncd_B conntrackd_A conntrackd_B  (CPU ms per 1000 states)\n')
+            f.write('# N ctsyncd_A ctsyncd_B conntrackd_A conntrackd_B ctsyncd-keyed_A ctsyncd-keyed_B'
+                    '  (CPU ms per 1000 states)\n')
             for n in sizes:
-                f.write('%s %g %g %g %g\n' % (nfmt(n), med('cpu_a', str(n), 'ctsyncd'),
-                                             med('cpu_b', str(n), 'ctsyncd'),
-                                             med('cpu_a', str(n), 'conntrackd'),
-                                             med('cpu_b', str(n), 'conntrackd')))
+                f.write('%s %g %g %g %g %g %g\n' % (nfmt(n), med('cpu_a', str(n), 'ctsyncd'),
+                                                   med('cpu_b', str(n), 'ctsyncd'),
+                                                   med('cpu_a', str(n), 'conntrackd'),
+                                                   med('cpu_b', str(n), 'conntrackd'),
+                                                   med('cpu_a', str(n), KEYED),
+                                                   med('cpu_b', str(n), KEYED)))
+        keyed = any(KEYED in groups.get(('cpu_a', str(n), ''), {}) for n in sizes)
         script = """set terminal pngcairo size 900,520 font ',11'
 set output '%s'
 set title 'CPU time per 1000 replicated states (median of the repetitions)'
@@ -551,8 +699,10 @@ set yrange [0:*]
 plot '%s' using 2:xtic(1) title 'ctsyncd, A (primary)' lc rgb '#1f77b4', \\
      '' using 3 title 'ctsyncd, B (backup)' lc rgb '#9ecae1', \\
      '' using 4 title 'conntrackd 1.4.7, A' lc rgb '#d62728', \\
-     '' using 5 title 'conntrackd 1.4.7, B' lc rgb '#ff9896'
-""" % (os.path.join(out, 'benchmarks-cpu.png'), dat)
+     '' using 5 title 'conntrackd 1.4.7, B' lc rgb '#ff9896'%s
+""" % (os.path.join(out, 'benchmarks-cpu.png'), dat,
+       ", \\\n     '' using 6 title 'ctsyncd keyed, A' lc rgb '#2ca02c', \\\n"
+       "     '' using 7 title 'ctsyncd keyed, B' lc rgb '#98df8a'" if keyed else '')
         run_gnuplot(gp, script, os.path.join(out, 'cpu.gp'))
     sizes = sorted({int(n) for (m, n, p) in groups if m == 'commit_rate'})
     if sizes:
@@ -560,7 +710,7 @@ plot '%s' using 2:xtic(1) title 'ctsyncd, A (primary)' lc rgb '#1f77b4', \\
         with open(dat, 'w') as f:
             f.write('# N ctsyncd conntrackd raw  (states/s, thousands)\n')
             for n in sizes:
-                raws = [med('raw_rate', str(n), d) for d in ('ctsyncd', 'conntrackd')]
+                raws = [med('raw_rate', str(n), d) for d in DAEMONS]
                 raws = [x for x in raws if not math.isnan(x)]
                 raw = statistics.median(raws) if raws else float('nan')
                 f.write('%s %g %g %g\n' % (nfmt(n), med('commit_rate', str(n), 'ctsyncd') / 1e3,

@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/compare.sh: ctsyncd against Debian's conntrackd 1.4.7, side by side,
-# in one run, on this machine's kernel (issue 6).
+# in one run, on this machine's kernel (issue 6), and ctsyncd keyed against
+# ctsyncd unkeyed (issue 15).
 #
 # Two network namespaces, A (primary) and B (backup), joined by a veth sync
 # link (198.18.1.1 <-> 198.18.1.2).  For each size N and each repetition, a
@@ -10,13 +11,17 @@
 # (CPU, memory, bytes on the link), then update and delete bursts, the
 # commit into B's kernel against the raw create rate, and a bulk resync.
 # Separate runs measure convergence under random loss on the link and the
-# replication lag under a steady paced load.  See bench/README.md.
+# replication lag under a steady paced load.  The kinds are "ctsyncd",
+# "conntrackd" and "ctsyncd-keyed" (ctsyncd with `Key` in its Sync block:
+# every datagram sealed, a key made for the run in the out directory); the
+# same trials run each kind in turn.  See bench/README.md.
 #
 # Usage: bench/compare.sh [--quick|--full] [--repeat K] [--build DIR] [--out DIR]
 #                         [--sizes 10k,100k] [--phases core,loss,lag]
+#                         [--kinds ctsyncd,conntrackd,ctsyncd-keyed]
 #                         [--overrun-resync SECONDS|default]
 #
-#   --quick (default)  N = 10k and 100k, 20 % loss only, short lag run; < 2 min
+#   --quick (default)  N = 10k and 100k, 20 % loss only, short lag run; < 5 min
 #   --full             N = 10k, 100k, 500k (and 1M if the budget allows),
 #                      5/20/50 % loss at 100k, lag at 50k/s for 10 s; < 20 min
 #   --repeat K         repetitions of each measurement (default 3)
@@ -24,6 +29,8 @@
 #                      built with scripts/build.sh when missing)
 #   --out DIR          results (default: a new /tmp/ctsyncd-compare.* directory)
 #   --sizes, --phases  run a subset (for development)
+#   --kinds            the daemon kinds to run (default all three; the keyed
+#                      columns need ctsyncd and ctsyncd-keyed)
 #   --overrun-resync   NetlinkOverrunResync of both daemons' configs (default 2 s;
 #                      'default' leaves conntrackd's 30 s; ctsyncd resyncs at once)
 set -uo pipefail
@@ -38,6 +45,7 @@ BUILD=""
 OUT=""
 SIZES=""
 PHASES="core,loss,lag"
+KINDS="ctsyncd,conntrackd,ctsyncd-keyed"
 OVERRUN_RESYNC=2   # NetlinkOverrunResync of both configs (see below)
 
 usage() {
@@ -54,6 +62,7 @@ while (($#)); do
 	--out) OUT=${2:?--out needs a directory}; shift ;;
 	--sizes) SIZES=${2:?--sizes needs a list}; shift ;;
 	--phases) PHASES=${2:?--phases needs a list}; shift ;;
+	--kinds) KINDS=${2:?--kinds needs a list}; shift ;;
 	--overrun-resync) OVERRUN_RESYNC=${2:?--overrun-resync needs seconds or 'default'}; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -63,6 +72,18 @@ done
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "compare: --repeat wants a positive number, not '$REPEAT'" >&2; exit 2; }
 [[ $OVERRUN_RESYNC == default || $OVERRUN_RESYNC =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "compare: --overrun-resync wants seconds or 'default', not '$OVERRUN_RESYNC'" >&2; exit 2; }
+# the kinds, always in this order (see order() below)
+KIND_LIST=()
+for k in ctsyncd ctsyncd-keyed conntrackd; do
+	[[ ",$KINDS," == *",$k,"* ]] && KIND_LIST+=("$k")
+done
+IFS=, read -r -a raw_kinds <<<"$KINDS"
+for k in "${raw_kinds[@]}"; do
+	[[ $k == ctsyncd || $k == conntrackd || $k == ctsyncd-keyed ]] ||
+		{ echo "compare: unknown kind '$k' in --kinds (ctsyncd, conntrackd, ctsyncd-keyed)" >&2; exit 2; }
+done
+((${#KIND_LIST[@]})) || { echo "compare: --kinds names no kind" >&2; exit 2; }
+has_kind() { [[ " ${KIND_LIST[*]} " == *" $1 "* ]]; }
 [[ $(id -u) -eq 0 ]] || { echo "compare: must run as root (namespaces, conntrack)" >&2; exit 2; }
 
 # "10k" -> 10000, "1M" -> 1000000
@@ -138,7 +159,9 @@ CONNTRACKD=$(command -v conntrackd || echo /usr/sbin/conntrackd)
 for c in python3 ip nft "$CONNTRACKD"; do
 	command -v "$c" >/dev/null || { echo "compare: '$c' is missing" >&2; exit 1; }
 done
-client_of() { if [[ $1 == ctsyncd ]]; then echo "$CTSYNCD"; else echo "$CONNTRACKD"; fi; }
+# the program of a kind: ctsyncd-keyed is the ctsyncd binary with a key
+prog_of() { if [[ $1 == conntrackd ]]; then echo conntrackd; else echo ctsyncd; fi; }
+client_of() { if [[ $(prog_of "$1") == ctsyncd ]]; then echo "$CTSYNCD"; else echo "$CONNTRACKD"; fi; }
 
 # ---------------------------------------------------------------------------
 # out directory, cleanup
@@ -239,16 +262,21 @@ for ns in "$NS_A" "$NS_B"; do
 done
 
 # ---------------------------------------------------------------------------
-# configurations: the same text for both daemons, only the paths differ
+# configurations: the same text for every kind, only the paths differ, and
+# ctsyncd-keyed's Sync block has a Key
 # ---------------------------------------------------------------------------
+nsof() { case $1 in A) echo "$NS_A" ;; B) echo "$NS_B" ;; R) echo "$NS_R" ;; esac; }
+conf() { echo "$OUT/$1-$2.conf"; }
+
 write_conf() {   # write_conf DAEMON SIDE
-	local d=$1 side=$2 me peer dev resync_line=""
+	local d=$1 side=$2 me peer dev resync_line="" key_line=""
 	[[ $OVERRUN_RESYNC != default ]] && resync_line=$'\n\tNetlinkOverrunResync '"$OVERRUN_RESYNC"
+	[[ $d == ctsyncd-keyed ]] && key_line=$'\n\tKey '"$KEY"
 	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
 	cat >"$OUT/$d-$side.conf" <<CONF
 # bench/compare.sh: $d, firewall $side
 Sync {
-	Mode FTFW { }
+	Mode FTFW { }$key_line
 	UDP {
 		IPv4_address 198.18.1.$me
 		IPv4_Destination_Address 198.18.1.$peer
@@ -270,10 +298,23 @@ General {
 }
 CONF
 }
-for d in ctsyncd conntrackd; do write_conf "$d" A; write_conf "$d" B; done
-
-nsof() { case $1 in A) echo "$NS_A" ;; B) echo "$NS_B" ;; R) echo "$NS_R" ;; esac; }
-conf() { echo "$OUT/$1-$2.conf"; }
+# ctsyncd-keyed: one key for both nodes, made for this run, root's and
+# private as ctsyncd demands (it refuses a key file that is not)
+KEY=$OUT/sync.key
+if has_kind ctsyncd-keyed; then
+	rm -f "$KEY"
+	(umask 077 && "$CTSYNCD" --genkey >"$KEY") && chown root:root "$KEY" && chmod 600 "$KEY" ||
+		{ echo "compare: cannot make the key $KEY with ctsyncd --genkey" >&2; exit 1; }
+	[[ $(stat -c '%u %a' "$KEY") == "0 600" ]] ||
+		{ echo "compare: $KEY is not root's with mode 600: $(stat -c '%U %a' "$KEY")" >&2; exit 1; }
+fi
+for d in "${KIND_LIST[@]}"; do write_conf "$d" A; write_conf "$d" B; done
+if has_kind ctsyncd-keyed; then
+	for side in A B; do
+		"$CTSYNCD" -C "$(conf ctsyncd-keyed "$side")" --check >/dev/null 2>>"$LOG" ||
+			{ echo "compare: ctsyncd --check refuses $(conf ctsyncd-keyed "$side") (see $LOG)" >&2; exit 1; }
+	done
+fi
 
 # client DAEMON SIDE ARGS...: the daemon's own client, run in its namespace
 client() {
@@ -286,14 +327,15 @@ ctload_in() { local side=$1; shift; ip netns exec "$(nsof "$side")" "$CTLOAD" "$
 # the PID of a daemon: ctsyncd writes it into its lock file; conntrackd 1.4.7
 # leaves its lock file empty, so take the conntrackd process of the namespace
 daemon_pid() {
-	local d=$1 side=$2 pid p
+	local d=$1 side=$2 pid p prog
+	prog=$(prog_of "$d")
 	pid=$(head -n1 "$OUT/$d-$side.lock" 2>/dev/null)
-	if [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat /proc/"$pid"/comm 2>/dev/null) == "$d" ]]; then
+	if [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat /proc/"$pid"/comm 2>/dev/null) == "$prog" ]]; then
 		echo "$pid"
 		return 0
 	fi
 	for p in $(ip netns pids "$(nsof "$side")"); do
-		if [[ $(cat /proc/"$p"/comm 2>/dev/null) == "$d" ]]; then
+		if [[ $(cat /proc/"$p"/comm 2>/dev/null) == "$prog" ]]; then
 			echo "$p"
 			return 0
 		fi
@@ -332,10 +374,45 @@ stop_daemons() {
 }
 
 # a fresh pair: both kernel tables empty, daemons of kind D started anew
+# (ctsyncd-keyed: and both nodes have proven the other's session, see
+# wait_proven)
 fresh_pair() {
 	local d=$1 side
+	HANDSHAKE_S=""
 	for side in A B R; do ctload_in "$side" flush >/dev/null; done
-	start_daemon "$d" A && start_daemon "$d" B
+	start_daemon "$d" A && start_daemon "$d" B || return 1
+	[[ $d == ctsyncd-keyed ]] && wait_proven "$d"
+	return 0
+}
+
+# sessions of the peer a keyed ctsyncd has proven since its start
+proven_of() {
+	client "$1" "$2" -s network --json |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["envelope"]["sessions_accepted"])' 2>/dev/null ||
+		echo 0
+}
+
+# A keyed node takes the peer's data only from a session it has proven by a
+# challenge, and it challenges a session when that session's data arrives
+# (doc/envelope.md, 3.2).  A, started first, sent its first datagram
+# before B listened, so B proves A only at A's next datagram: the FTFW
+# keepalive a second later, or the start of the burst, half of which B
+# would then refuse (bench/README.md).  The trials measure the cost per
+# state, not that of a start: wait (at most 5 s) until both have proven
+# the other.  Sets HANDSHAKE_S: seconds from B's start, or "nan".
+wait_proven() {
+	local d=$1 i t0
+	t0=$(date +%s.%N)
+	HANDSHAKE_S=nan
+	for ((i = 0; i < 50; i++)); do
+		if (($(proven_of "$d" A) >= 1 && $(proven_of "$d" B) >= 1)); then
+			HANDSHAKE_S=$(calc "$(date +%s.%N) - $t0")
+			return 0
+		fi
+		sleep 0.1
+	done
+	note "$d: the nodes have not proven each other's session within 5 s (see the logs)"
+	return 0
 }
 
 # CPU seconds of a process by the scheduler: the runtime of its threads
@@ -402,10 +479,34 @@ link_tx() {
 		/sys/class/net/"sync$1"/statistics/tx_packets | paste -sd' '
 }
 
+# ctsyncd's own counters of side S's sync traffic, from `-s network --json`:
+# "LINK_BYTES LINK_PACKETS SYNC_BYTES" -- what the links handed to the kernel
+# (UDP payloads: sealed datagrams when keyed) and the sync messages inside
+# them; "nan nan nan" for conntrackd or when the request fails.  The JSON
+# goes to the log (the envelope's counters tell how the handshake went).
+net_counters() {
+	local d=$1 side=$2 what=$3 js
+	if [[ $(prog_of "$d") != ctsyncd ]] || ! js=$(client "$d" "$side" -s network --json); then
+		echo "nan nan nan"
+		return
+	fi
+	python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+links = [v for k, v in d["links"].items() if k.startswith("link_")]
+print(sum(l["bytes_sent"] for l in links), sum(l["packets_sent"] for l in links), d["sync"]["bytes_sent"])
+keep = ("messages_sent", "states_sent", "states_received", "retransmitted", "nack_sent",
+        "nack_received", "resync_sent", "resync_received", "hello_resends", "peer_restarts")
+sy = {k: v for k, v in d["sync"].items() if k in keep and v}
+e = {k: v for k, v in d.get("envelope", {}).items() if v and k not in ("keyed", "session", "keys")}
+print("%s %s: sync %s%s" % (sys.argv[2], sys.argv[3], json.dumps(sy),
+      " envelope " + json.dumps(e) if d.get("envelope", {}).get("keyed") else ""), file=sys.stderr)
+' "$js" "$side" "$what" 2>>"$LOG" || echo "nan nan nan"
+}
+
 # netlink overruns of one daemon since its start
 overruns_of() {
 	local d=$1 side=$2
-	if [[ $d == ctsyncd ]]; then
+	if [[ $(prog_of "$d") == ctsyncd ]]; then
 		client "$d" "$side" -s --json | grep -o '"overruns":[0-9]*' | head -n1 | cut -d: -f2 | grep . || echo nan
 	else
 		client "$d" "$side" -s runtime | awk -F: '/netlink overrun/ { gsub(/[ \t]/, "", $2); print $2; f = 1 } END { if (!f) print "nan" }'
@@ -420,7 +521,7 @@ overruns_of() {
 measure() {
 	local side=$1 d=$2 out
 	shift 2
-	out=$(ip netns exec "$(nsof "$side")" python3 "$REPORT" measure --daemon "$d" \
+	out=$(ip netns exec "$(nsof "$side")" python3 "$REPORT" measure --daemon "$(prog_of "$d")" \
 		--client "$(client_of "$d")" --conf "$(conf "$d" B)" --ctload "$CTLOAD" "$@")
 	M_JSON=$(head -n1 <<<"$out")
 	read -r M_REACHED M_TDONE M_T99 M_LAST M_FRAC M_ELAPSED M_STALLED M_AT <<<"$(sed -n 2p <<<"$out")"
@@ -474,9 +575,21 @@ run_trial() {
 		return
 	fi
 	tc_start
+	if [[ $d == ctsyncd-keyed ]]; then
+		if [[ $HANDSHAKE_S == nan ]]; then
+			row handshake_time "$n" "" "$d" "$rep" nan 0 s "not proven within 5 s"
+		else
+			row handshake_time "$n" "" "$d" "$rep" "$HANDSHAKE_S" 1 s
+		fi
+	fi
 
 	# --- replication: `ctload create N` on A until B's external cache holds N;
 	# the costs are read before and 0.3 s after (the last ACKs, timers)
+	# (ctsyncd's counters are read outside the CPU readings: the answer
+	# costs the daemon CPU)
+	local lbA0 lpA0 sbA0 lbA1 lpA1 sbA1
+	read -r lbA0 lpA0 sbA0 <<<"$(net_counters "$d" A "$d N=$n rep=$rep before")"
+	net_counters "$d" B "$d N=$n rep=$rep before" >/dev/null
 	tc_read; cpuA0=$CPU_A cpuB0=$CPU_B
 	read -r schedA0 schedB0 rssA0 rssB0 <<<"$(cpu_of "$PID_A") $(cpu_of "$PID_B") $(rss_of "$PID_A") $(rss_of "$PID_B")"
 	read -r txA0 pA0 <<<"$(link_tx A)"
@@ -488,6 +601,8 @@ run_trial() {
 	read -r schedA1 schedB1 rssA1 rssB1 <<<"$(cpu_of "$PID_A") $(cpu_of "$PID_B") $(rss_of "$PID_A") $(rss_of "$PID_B")"
 	read -r txA1 pA1 <<<"$(link_tx A)"
 	read -r txB1 pB1 <<<"$(link_tx B)"
+	read -r lbA1 lpA1 sbA1 <<<"$(net_counters "$d" A "$d N=$n rep=$rep after")"
+	net_counters "$d" B "$d N=$n rep=$rep after" >/dev/null
 	time_row repl_time "$n" "$d" "$rep" repl_rate
 	if [[ $M_T99 != - ]]; then
 		row repl_99 "$n" "" "$d" "$rep" "$M_T99" 1 s
@@ -507,6 +622,26 @@ run_trial() {
 	row wire_ab "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0) / $n")" 1 B
 	row wire_both "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0 + $txB1 - $txB0) / $n")" 1 B
 	row dgram_ab "$n" "" "$d" "$rep" "$(calc "1000 * ($pA1 - $pA0) / $n")" 1 dgrams
+	if ((pA1 > pA0)); then
+		row dgram_size_ab "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0) / ($pA1 - $pA0)")" 1 B
+	else
+		row dgram_size_ab "$n" "" "$d" "$rep" nan 0 B "no datagram"
+	fi
+	# what each frame on the link carried beyond the sync messages: the
+	# device's bytes less ctsyncd's count of the message bytes it sent, per
+	# frame.  Unlike the mean frame it does not depend on how full the
+	# datagrams were: 42 B of Ethernet, IP and UDP headers, and keyed the
+	# envelope's 38 B more
+	if [[ $sbA0 != nan && $sbA1 != nan ]] && ((pA1 > pA0)); then
+		row dgram_over_ab "$n" "" "$d" "$rep" "$(calc "($txA1 - $txA0 - ($sbA1 - $sbA0)) / ($pA1 - $pA0)")" 1 B
+	fi
+	# the same from ctsyncd's own counters: what its links sent beyond the
+	# messages (0 unkeyed, 38 B a datagram keyed), to the log
+	if [[ $lbA0 != nan && $lbA1 != nan ]] && ((lpA1 > lpA0)); then
+		echo "$d N=$n rep=$rep envelope bytes per datagram by ctsyncd's counters:" \
+			"$(calc "($lbA1 - $lbA0 - ($sbA1 - $sbA0)) / ($lpA1 - $lpA0)")" \
+			"($((lpA1 - lpA0)) datagrams, link $((txA1 - txA0)) B in $((pA1 - pA0)) frames)" >>"$LOG"
+	fi
 
 	# --- update burst: every entry gets a new mark; B has converged when its
 	# external cache has counted N more updates (an update of a state B
@@ -566,6 +701,8 @@ run_trial() {
 	time_row delete_time "$n" "$d" "$rep" delete_rate
 
 	local oa ob
+	net_counters "$d" A "$d N=$n rep=$rep end" >/dev/null
+	net_counters "$d" B "$d N=$n rep=$rep end" >/dev/null
 	oa=$(overruns_of "$d" A)
 	ob=$(overruns_of "$d" B)
 	row overruns "$n" "" "$d" "$rep" "$(calc "$oa + $ob")" 1 count "A=$oa B=$ob"
@@ -635,7 +772,7 @@ run_lag() {
 		stop_daemons
 		return
 	fi
-	out=$(ip netns exec "$NS_A" python3 "$REPORT" lag --daemon "$d" --client "$(client_of "$d")" \
+	out=$(ip netns exec "$NS_A" python3 "$REPORT" lag --daemon "$(prog_of "$d")" --client "$(client_of "$d")" \
 		--conf "$(conf "$d" B)" --ctload "$CTLOAD" --target "$m" --drain "$LAG_DRAIN" \
 		--hard-timeout $((LAG_SECONDS + LAG_DRAIN + 10)) --curves "$OUT/lag-$d-$rep.dat" -- \
 		"$CTLOAD" create "$m" --rate "$LAG_RATE" --proto tcp --timeout 600 --base-addr 198.18.128.1)
@@ -654,9 +791,19 @@ run_lag() {
 # ---------------------------------------------------------------------------
 # the run
 # ---------------------------------------------------------------------------
-# the two daemons alternate: odd repetitions start with ctsyncd, even ones
-# with conntrackd, so neither always runs first
-order() { if (($1 % 2)); then echo "ctsyncd conntrackd"; else echo "conntrackd ctsyncd"; fi; }
+# the kinds alternate: odd repetitions run ctsyncd, ctsyncd-keyed,
+# conntrackd, even ones the reverse, so no kind always runs first, and the
+# keyed and unkeyed ctsyncd always run one right after the other (they
+# share the machine's noise best; their ratios are the finest ones)
+order() {
+	local i
+	if (($1 % 2)); then
+		echo "${KIND_LIST[*]}"
+	else
+		for ((i = ${#KIND_LIST[@]} - 1; i >= 0; i--)); do printf '%s ' "${KIND_LIST[$i]}"; done
+		echo
+	fi
+}
 
 # How this kernel accounts a task that is woken often (bench/wakeburn):
 # 500 wakeups of known work on CPU 0, while ctload creates entries on the
@@ -689,6 +836,10 @@ print("%d wakeups with %.1f ms of work on one CPU beside ctload: task clock %.1f
 	echo "ctsyncd: $("$CTSYNCD" --version 2>&1 | head -n1), conntrackd: $("$CONNTRACKD" -v 2>&1 | head -n1)"
 	echo "CPU accounting: $(accounting_check)"
 	echo "mode: $MODE, repeat: $REPEAT, sizes: ${SIZE_LIST[*]} ${OPTIONAL_SIZE:+(+$OPTIONAL_SIZE if time allows)}, phases: $PHASES"
+	echo "kinds: ${KIND_LIST[*]}"
+	if has_kind ctsyncd-keyed; then
+		echo "key of ctsyncd-keyed: $KEY ($(stat -c '%U:%G %a' "$KEY"), made by ctsyncd --genkey for this run)"
+	fi
 } | tee "$OUT/machine.txt" >&2
 
 if has_phase core; then
@@ -731,7 +882,7 @@ PY
 	estimate=$((t_prev / REPEAT * OPTIONAL_SIZE / prev * 3 / 2 + 30))
 	if ((elapsed + estimate < FULL_BUDGET - 60)); then
 		note "budget: ${elapsed}s used, N=$OPTIONAL_SIZE estimated ${estimate}s: running it once"
-		for d in ctsyncd conntrackd; do run_trial "$d" "$OPTIONAL_SIZE" 1; done
+		for d in $(order 1); do run_trial "$d" "$OPTIONAL_SIZE" 1; done
 	else
 		note "budget: ${elapsed}s used, N=$OPTIONAL_SIZE estimated ${estimate}s: skipped"
 		echo "N=$OPTIONAL_SIZE skipped: estimated ${estimate}s with ${elapsed}s used of ${FULL_BUDGET}s" >>"$OUT/machine.txt"
