@@ -161,12 +161,13 @@ key_files() {
 # for its key (unknown_key_id, bad_tag) on either side.
 # =====================================================================
 # step SIDE KEY...: SIDE restarted with these keys, and the checks above
-# (the peer's counters since the step began: it runs on).
+# (the peer's counters since SIDE stopped: the peer runs on).
 step() {
 	local side=$1 what="${*:2}" peer base
 	peer=$(peer_of "$side")
-	base=$(key_refusals "$peer")
 	stop_side "$side"
+	sleep 0.2       # what it sent last is read by the peer
+	base=$(key_refusals "$peer")
 	keyed "$@"
 	start_side "$side" || { fail "roll: $side starts with {$what}"; return 1; }
 	ctl "$side" -n >/dev/null
