@@ -9,8 +9,8 @@ packages=(
 	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev libsodium-dev check
 	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
 	clang libclang-rt-14-dev
-	# tests: the real kernel tools, the reference peer and VRRP
-	iproute2 nftables conntrack conntrackd keepalived python3 procps
+	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
+	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
 )
 
 missing=()

@@ -39,6 +39,10 @@ EXTRA_DIST += tests/integration/replication.sh
 # Hostile input: an attacker on the sync segment.
 TESTS += tests/integration/strangers.sh tests/integration/limits.sh
 EXTRA_DIST += tests/integration/strangers.sh tests/integration/limits.sh
+# Keyed sync (doc/envelope.md): an attacker against the envelope; every kind
+# of link keyed, the key's roll-over, the key files.
+TESTS += tests/integration/auth.sh tests/integration/auth-links.sh
+EXTRA_DIST += tests/integration/auth.sh tests/integration/auth-links.sh tests/lib/envelope_forge.py
 
 # Interoperability with Debian's conntrackd 1.4.7.
 TESTS += tests/interop/conntrackd.sh
