@@ -61,6 +61,37 @@ static void conn_close(struct link *l, const char *why)
 	link_stream_reset(&l->rx);
 }
 
+/*
+ * The `whole` bytes at the head of the stream are whole frames.  Plain
+ * frames (1.4.7 messages) go together, so that the splitter decodes
+ * ahead; a sealed frame is an envelope of its own and is opened alone.
+ * -1 when the connection went away meanwhile.
+ */
+static int deliver_frames(struct link *l, int fd, size_t whole)
+{
+	struct link_group *g = l->group;
+	const struct sockaddr *peer = (const struct sockaddr *)&l->peer;
+	size_t off = 0;
+
+	if (!g->seal_overhead) {
+		link_deliver(l, l->rx.buf, whole, peer);
+		return l->conn_fd == fd ? 0 : -1;
+	}
+	while (off < whole) {
+		const char *why;
+		long n = g->frame_len(g->arg, l->rx.buf + off, whole - off, &why);
+
+		/* link_stream_whole() framed these bytes already: n is one of them. */
+		if (n <= 0 || (size_t)n > whole - off)
+			break;
+		link_deliver(l, l->rx.buf + off, (size_t)n, peer);
+		if (l->conn_fd != fd)
+			return -1;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
 static void on_conn_readable(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct link *l = arg;
@@ -101,9 +132,8 @@ static void on_conn_readable(struct loop *loop, int fd, unsigned events, void *a
 		}
 		if (whole > 0) {
 			l->stats.packets_recv++;
-			link_deliver(l, l->rx.buf, (size_t)whole, (const struct sockaddr *)&l->peer);
 			/* The callback cannot close the group, but be safe about the fd. */
-			if (l->conn_fd != fd)
+			if (deliver_frames(l, fd, (size_t)whole) < 0)
 				return;
 			link_stream_consume(&l->rx, (size_t)whole);
 		}
