@@ -35,4 +35,4 @@ TESTS += tests/fuzz/fuzz_sync
 tests_fuzz_fuzz_sync_SOURCES = tests/fuzz/fuzz_sync.c tests/fuzz/standalone_main.c
 tests_fuzz_fuzz_sync_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"sync"'
 tests_fuzz_fuzz_sync_LDADD = libctsyncd.a
-EXTRA_DIST += tests/fuzz/corpus/sync
+EXTRA_DIST += tests/fuzz/corpus/sync tests/fuzz/gen_sync_corpus.py

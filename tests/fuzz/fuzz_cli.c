@@ -65,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case CLI_HELP:
 	case CLI_VERSION:
+	case CLI_GENKEY:
 		if (ret != 0 || o.exit_status != 0)
 			abort();
 		break;
