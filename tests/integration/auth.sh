@@ -42,27 +42,8 @@ if [[ -z $PY ]]; then
 	exit 99
 fi
 
-# ---- the segment: A, B and X on one bridge (as strangers.sh) ----
-setup() {
-	local S p ns
-	NS_A=$(make_netns A) && NS_B=$(make_netns B) && NS_X=$(make_netns X) &&
-		S=$(make_netns S) || return 1
-	ip -n "$S" link add br0 type bridge && ip -n "$S" link set br0 up || return 1
-	ip link add syncA netns "$NS_A" type veth peer name pa netns "$S" &&
-	ip link add syncB netns "$NS_B" type veth peer name pb netns "$S" &&
-	ip link add syncX netns "$NS_X" type veth peer name px netns "$S" || return 1
-	for p in pa pb px; do
-		ip -n "$S" link set "$p" master br0 && ip -n "$S" link set "$p" up || return 1
-	done
-	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
-	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
-	ip -n "$NS_X" addr add 198.18.1.66/24 dev syncX
-	for ns in "$NS_A" "$NS_B" "$NS_X"; do
-		ip -n "$ns" link set "sync${ns: -1}" up || return 1
-		ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
-	done
-}
-setup || { echo "cannot create the namespaces" >&2; exit 99; }
+# ---- the segment: A, B and X on one bridge ----
+pair_segment_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 MAC_A=$(ip netns exec "$NS_A" cat /sys/class/net/syncA/address)
 
 umask 077

@@ -10,26 +10,10 @@ require_root
 require_cmd conntrack nft python3
 
 setup() {
-	local S
-	NS_A=$(make_netns A) && NS_B=$(make_netns B) && NS_X=$(make_netns X) &&
-		S=$(make_netns S) || return 1
-	ip -n "$S" link add br0 type bridge && ip -n "$S" link set br0 up || return 1
-	ip link add syncA netns "$NS_A" type veth peer name pa netns "$S" &&
-	ip link add syncB netns "$NS_B" type veth peer name pb netns "$S" &&
-	ip link add syncX netns "$NS_X" type veth peer name px netns "$S" || return 1
-	for p in pa pb px; do
-		ip -n "$S" link set "$p" master br0 && ip -n "$S" link set "$p" up || return 1
-	done
-	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
-	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
-	# X: an address on the link's network, and one outside it.
-	ip -n "$NS_X" addr add 198.18.1.66/24 dev syncX
-	ip -n "$NS_X" addr add 198.19.9.9/24 dev syncX
-	for ns in "$NS_A" "$NS_B" "$NS_X"; do
-		ip -n "$ns" link set "sync${ns: -1}" up
-		ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
-	done
-	ip -n "$NS_X" route add 224.0.0.0/4 dev syncX
+	pair_segment_setup || return 1
+	# X also has an address outside the link's network, for multicast.
+	ip -n "$NS_X" addr add 198.19.9.9/24 dev syncX &&
+		ip -n "$NS_X" route add 224.0.0.0/4 dev syncX
 }
 setup || { echo "cannot create the namespaces" >&2; exit 99; }
 

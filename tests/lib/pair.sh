@@ -35,6 +35,28 @@ pair_setup() {
 	done
 }
 
+# pair_segment_setup: A, B and an attacker X on one bridge (the sync segment),
+# 198.18.1.1, .2 and .66/24; sets NS_A, NS_B, NS_X.
+pair_segment_setup() {
+	local S p ns
+	NS_A=$(make_netns A) && NS_B=$(make_netns B) && NS_X=$(make_netns X) &&
+		S=$(make_netns S) || return 1
+	ip -n "$S" link add br0 type bridge && ip -n "$S" link set br0 up || return 1
+	ip link add syncA netns "$NS_A" type veth peer name pa netns "$S" &&
+	ip link add syncB netns "$NS_B" type veth peer name pb netns "$S" &&
+	ip link add syncX netns "$NS_X" type veth peer name px netns "$S" || return 1
+	for p in pa pb px; do
+		ip -n "$S" link set "$p" master br0 && ip -n "$S" link set "$p" up || return 1
+	done
+	ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
+	ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
+	ip -n "$NS_X" addr add 198.18.1.66/24 dev syncX
+	for ns in "$NS_A" "$NS_B" "$NS_X"; do
+		ip -n "$ns" link set "sync${ns: -1}" up || return 1
+		ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
+	done
+}
+
 # pair_conf SIDE MODE [extra Sync lines] [extra General lines]: writes $WORK/SIDE.conf.
 # The link is UDP, or what LINK_KIND says: TCP or Multicast, over IPv4, or
 # IPv6 with LINK_FAMILY=6; MODE_OPTS go into the Mode block.
