@@ -647,7 +647,7 @@ def cmd_report(args):
     if keyed:
         kt = keyed_table(groups)
         if kt:
-            text += ('\nctsyncd keyed (Key in Sync: XChaCha20-Poly1305 envelope, 38 bytes per '
+            text += ('\nctsyncd keyed (Key in Sync: AES-256-GCM or XChaCha20-Poly1305 envelope, 38 bytes per '
                      'datagram) against ctsyncd unkeyed, same trials:\n\n')
             text += render(('metric', 'N', 'ctsyncd', 'ctsyncd keyed', 'change',
                             'per repetition', 'target', 'verdict'), kt, args.markdown)

@@ -4,7 +4,9 @@
  *
  * Every datagram (UDP, multicast) or TCP frame of a keyed node is one
  * envelope: a 22-byte header, the payload encrypted with
- * XChaCha20-Poly1305, a 16-byte tag.  DATA envelopes carry a plain FTFW
+ * XChaCha20-Poly1305 (or, between nodes that both have the hardware for
+ * it, AES-256-GCM under a per-session subkey), a 16-byte tag.  DATA
+ * envelopes carry a plain FTFW
  * datagram, unchanged; CHALLENGE and RESPONSE envelopes are this module's
  * own handshake, which proves that a peer's session is live before any of
  * its data is taken.  Layout, handshake, window and bounds:
@@ -31,6 +33,7 @@
 #define ENVELOPE_T_DATA         1       /* low nibble of byte 1 */
 #define ENVELOPE_T_CHALLENGE    2
 #define ENVELOPE_T_RESPONSE     3
+#define ENVELOPE_T_DATA_GCM     4       /* DATA under AES-256-GCM (envelope.md §1.3) */
 
 #define ENVELOPE_OFF_MAGIC      0
 #define ENVELOPE_OFF_VERTYPE    1
@@ -40,16 +43,18 @@
 #define ENVELOPE_OFF_COUNTER    14      /* u64: per session, from 1 */
 
 #define ENVELOPE_HDR_BYTES      22      /* also the AEAD's additional data */
-#define ENVELOPE_TAG_BYTES      16      /* Poly1305 */
+#define ENVELOPE_TAG_BYTES      16      /* Poly1305, or GHASH for DATA_GCM */
 #define ENVELOPE_OVERHEAD       (ENVELOPE_HDR_BYTES + ENVELOPE_TAG_BYTES)
 #define ENVELOPE_MAX_BYTES      65535u  /* the length field's range */
 #define ENVELOPE_PAYLOAD_MAX    (ENVELOPE_MAX_BYTES - ENVELOPE_OVERHEAD)
 
 /* Payloads of the control types (envelope.md §3.2), exact lengths. */
 #define ENVELOPE_NONCE_BYTES    16      /* a challenge's nonce */
-#define ENVELOPE_CHALLENGE_BYTES 24     /* target sid (8) || nonce (16) */
+#define ENVELOPE_CHALLENGE_BYTES 25     /* target sid (8) || nonce (16) || flags (1) */
 #define ENVELOPE_RESPONSE_BYTES 24      /* echoed nonce (16) || responder's sid (8) */
-#define ENVELOPE_CONTROL_MAX    (ENVELOPE_OVERHEAD + 24)        /* what ops->send is given */
+#define ENVELOPE_CONTROL_MAX    (ENVELOPE_OVERHEAD + 25)        /* what ops->send is given */
+/* A challenge's flags: what the challenger can open (envelope.md §1.3). */
+#define ENVELOPE_CAN_OPEN_GCM   0x01
 
 /* ---- keys (envelope.md §2) ------------------------------------------------- */
 
@@ -70,6 +75,13 @@
 #define ENVELOPE_PROOF_MS       1000
 /* A session id is challenged at most once per round; a round lasts at least this long. */
 #define ENVELOPE_ROUND_MS       250
+/*
+ * While DATA goes out under AES-256-GCM, one DATA envelope at least this
+ * often is sealed with XChaCha20-Poly1305 all the same: a node that cannot
+ * open AES-GCM and has not told us yet (it joined late) can authenticate
+ * it, challenge us and say so (envelope.md §1.3).
+ */
+#define ENVELOPE_PORTABLE_MS    1000
 
 struct envelope;
 
@@ -106,6 +118,8 @@ const char *envelope_reason_name(enum envelope_reason r);
 struct envelope_stats {
 	uint64_t opened[ENVELOPE_R_MAX];        /* envelope_open() calls, by outcome */
 	uint64_t sealed;                        /* DATA envelopes sealed */
+	uint64_t sealed_gcm;                    /* of them, under AES-256-GCM */
+	uint64_t opened_gcm;                    /* DATA_GCM envelopes delivered */
 	uint64_t challenges_sent;
 	uint64_t challenges_rate_limited;       /* a challenge was due but the bucket was empty */
 	uint64_t challenges_for_others;         /* authentic CHALLENGEs of another session than ours */
@@ -158,12 +172,31 @@ void envelope_free(struct envelope *e);
 
 /*
  * Seal `len` bytes of DATA into `out` (`cap` bytes) with keys[0] and the
- * next counter.  Returns len + ENVELOPE_OVERHEAD, or 0 when that exceeds
- * `cap` or ENVELOPE_MAX_BYTES (nothing written, no counter used).
- * `payload` may be out + ENVELOPE_HDR_BYTES (sealing in place); no other
- * overlap.
+ * next counter, under XChaCha20-Poly1305.  Returns len +
+ * ENVELOPE_OVERHEAD, or 0 when that exceeds `cap` or ENVELOPE_MAX_BYTES
+ * (nothing written, no counter used).  `payload` may be out +
+ * ENVELOPE_HDR_BYTES (sealing in place); no other overlap.
  */
 size_t envelope_seal(struct envelope *e, const void *payload, size_t len, void *out, size_t cap);
+/*
+ * The same, at time `now`, under the cheapest cipher every peer that has
+ * challenged this session can open: AES-256-GCM when all of them said
+ * they can and so can we, XChaCha20-Poly1305 otherwise and at least once
+ * per ENVELOPE_PORTABLE_MS.
+ */
+size_t envelope_seal_at(struct envelope *e, const void *payload, size_t len, void *out, size_t cap,
+			uint64_t now);
+
+/*
+ * Whether this node may use AES-256-GCM at all: true by default where
+ * libsodium has it (AES-NI and PCLMUL); false makes it seal, open and
+ * announce XChaCha20-Poly1305 only (a test, or a node without the
+ * instructions).  Takes effect for challenges sent and envelopes sealed
+ * from now on.
+ */
+void envelope_allow_gcm(struct envelope *e, bool allowed);
+/* The cipher DATA is sealed with now: "aes256gcm" or "xchacha20poly1305". */
+const char *envelope_data_cipher(const struct envelope *e);
 
 /*
  * Open one received datagram (UDP, multicast) or one TCP frame of `len`

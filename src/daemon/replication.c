@@ -138,7 +138,7 @@ static size_t seal(void *arg, uint8_t *buf, size_t len, size_t cap)
 {
 	struct replication *r = arg;
 
-	return sealing_seal(r->sealing, buf, len, cap);
+	return sealing_seal(r->sealing, buf, len, cap, loop_now_ms(r->loop));
 }
 
 static void emit(void *arg, const void *msg, size_t len)

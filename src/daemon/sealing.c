@@ -142,9 +142,9 @@ void sealing_set_links(struct sealing *sg, struct link_group *links)
 	sg->links = links;
 }
 
-size_t sealing_seal(struct sealing *sg, uint8_t *buf, size_t len, size_t cap)
+size_t sealing_seal(struct sealing *sg, uint8_t *buf, size_t len, size_t cap, uint64_t now)
 {
-	return envelope_seal(sg->env, buf + ENVELOPE_HDR_BYTES, len, buf, cap);
+	return envelope_seal_at(sg->env, buf + ENVELOPE_HDR_BYTES, len, buf, cap, now);
 }
 
 static void refused(struct sealing *sg, enum envelope_reason why, const struct sockaddr *src, uint64_t now)
@@ -199,8 +199,11 @@ void sealing_report(const struct sealing *sg, struct report *rep)
 		snprintf(sid, sizeof(sid), "%016" PRIx64, envelope_sid(sg->env));
 		report_str(rep, "session", sid);
 		report_u64(rep, "keys", sg->nkeys);
+		report_str(rep, "data_cipher", envelope_data_cipher(sg->env));
 	}
 	report_u64(rep, "sealed", st.sealed);
+	report_u64(rep, "sealed_aes256gcm", st.sealed_gcm);
+	report_u64(rep, "delivered_aes256gcm", st.opened_gcm);
 	report_u64(rep, "delivered", st.opened[ENVELOPE_DELIVER]);
 	report_u64(rep, "handshake_received", st.opened[ENVELOPE_CONTROL]);
 	for (int r = ENVELOPE_CONTROL + 1; r < ENVELOPE_R_MAX; r++)

@@ -32,8 +32,11 @@ void sealing_link_params(struct link_group_params *lp, size_t (*seal)(void *, ui
 /* Where the handshake's datagrams go, once the links are open. */
 void sealing_set_links(struct sealing *sg, struct link_group *links);
 
-/* link_seal_fn's work: seal the datagram whose messages are at buf + headroom. */
-size_t sealing_seal(struct sealing *sg, uint8_t *buf, size_t len, size_t cap);
+/*
+ * link_seal_fn's work: seal the datagram whose messages are at buf +
+ * headroom, at time `now` (it picks the cipher, envelope_seal_at()).
+ */
+size_t sealing_seal(struct sealing *sg, uint8_t *buf, size_t len, size_t cap, uint64_t now);
 
 /*
  * Open a received datagram from `peer` (its source `src`, for logs).  True

@@ -37,6 +37,12 @@ static struct env_keys *keys_new(const uint8_t keys[][ENVELOPE_KEY_BYTES], unsig
 		*err = -ENOMEM;
 		return NULL;
 	}
+	/* sodium_malloc() aligns to the size's own alignment, which the GCM states need. */
+	if ((uintptr_t)k % 16 != 0) {
+		sodium_free(k);
+		*err = -EFAULT;
+		return NULL;
+	}
 	sodium_memzero(k, sizeof(*k));
 	*err = keys_load(k, keys, nkeys);
 	if (*err < 0) {
@@ -69,6 +75,7 @@ int envelope_new(const uint8_t keys[][ENVELOPE_KEY_BYTES], unsigned nkeys, const
 	e->ops = *ops;
 	e->arg = arg;
 	e->counter = 1;
+	e->gcm_here = crypto_aead_aes256gcm_is_available() != 0;
 	for (int i = 0; i < SID_DRAWS_MAX && e->sid == 0; i++) {
 		e->ops.random(e->arg, b, sizeof(b));
 		e->sid = env_get_be64(b);
@@ -134,13 +141,45 @@ int envelope_peer_stats(const struct envelope *e, unsigned peer, struct envelope
 	return 0;
 }
 
-/* The key whose id the header names, or NULL. */
-static const uint8_t *key_by_id(const struct envelope *e, uint16_t id)
+/* The index of the key whose id the header names, or -1. */
+static int key_by_id(const struct envelope *e, uint16_t id)
 {
 	for (unsigned i = 0; i < e->keys->n; i++)
 		if (e->keys->id[i] == id)
-			return e->keys->key[i];
-	return NULL;
+			return (int)i;
+	return -1;
+}
+
+void envelope_allow_gcm(struct envelope *e, bool allowed)
+{
+	e->gcm_here = allowed && crypto_aead_aes256gcm_is_available();
+	env_caps_update(e);
+}
+
+const char *envelope_data_cipher(const struct envelope *e)
+{
+	return e->seal_gcm ? "aes256gcm" : "xchacha20poly1305";
+}
+
+/*
+ * Authenticate and decrypt `p` into e->plain.  DATA_GCM needs the
+ * schedule of its session's subkey: the peer's own when it is the proven
+ * session, else one made for this envelope alone.
+ */
+static bool decrypt(struct envelope *e, unsigned peer, const uint8_t *p, const struct env_hdr *h, unsigned k)
+{
+	struct env_keys *keys = e->keys;
+	struct env_gcm *g;
+	bool ok;
+
+	if (h->type != ENVELOPE_T_DATA_GCM)
+		return env_decrypt(e, p, h, keys->key[k], NULL);
+	g = h->sid == e->peers[peer].sid ? &keys->open[peer] : &keys->scratch;
+	env_gcm_ready(keys, g, h->sid, k);
+	ok = env_decrypt(e, p, h, NULL, g);
+	if (g == &keys->scratch)
+		sodium_memzero(g, sizeof(*g));
+	return ok;
 }
 
 static size_t payload_bytes(const struct env_hdr *h)
@@ -167,6 +206,8 @@ static enum envelope_reason check_shape(const uint8_t *p, size_t len, struct env
 		return ENVELOPE_R_MALFORMED;
 	switch (h->type) {
 	case ENVELOPE_T_DATA:
+		return ENVELOPE_DELIVER;
+	case ENVELOPE_T_DATA_GCM:
 		return ENVELOPE_DELIVER;
 	case ENVELOPE_T_CHALLENGE:
 		return payload_bytes(h) == ENVELOPE_CHALLENGE_BYTES ? ENVELOPE_DELIVER : ENVELOPE_R_MALFORMED;
@@ -233,9 +274,9 @@ enum envelope_reason envelope_open(struct envelope *e, unsigned peer, const void
 				   uint64_t now, const void **payload, size_t *plen)
 {
 	const uint8_t *p = buf;
-	const uint8_t *key;
 	struct env_hdr h;
 	enum envelope_reason r;
+	int k;
 
 	*payload = NULL;
 	*plen = 0;
@@ -245,10 +286,12 @@ enum envelope_reason envelope_open(struct envelope *e, unsigned peer, const void
 	}
 	r = check_shape(p, len, &h);
 	if (r == ENVELOPE_DELIVER) {
-		key = key_by_id(e, h.key_id);
-		if (key == NULL)
+		k = key_by_id(e, h.key_id);
+		if (k < 0)
 			r = ENVELOPE_R_UNKNOWN_KEY_ID;
-		else if (!env_decrypt(e, p, &h, key))
+		else if (h.type == ENVELOPE_T_DATA_GCM && !e->gcm_here)
+			r = ENVELOPE_R_MALFORMED;       /* never sent to us: we said we cannot */
+		else if (!decrypt(e, peer, p, &h, (unsigned)k))
 			r = ENVELOPE_R_BAD_TAG;
 		else
 			r = open_authentic(e, peer, &h, now);
@@ -256,6 +299,8 @@ enum envelope_reason envelope_open(struct envelope *e, unsigned peer, const void
 	e->stats.opened[r]++;
 	e->peers[peer].stats.opened[r]++;
 	if (r == ENVELOPE_DELIVER) {
+		if (h.type == ENVELOPE_T_DATA_GCM)
+			e->stats.opened_gcm++;
 		*payload = e->plain;
 		*plen = payload_bytes(&h);
 	}

@@ -13,6 +13,8 @@
 #ifndef CTSYNCD_ENVELOPE_INT_H
 #define CTSYNCD_ENVELOPE_INT_H
 
+#include <sodium.h>
+
 #include "envelope/envelope.h"
 
 #define ENV_SID_BYTES           8
@@ -36,11 +38,31 @@
  */
 #define ENV_ROUND_STARVED_MS    1000
 
-/* Key material: sodium_malloc'd, the only place the keys are kept. */
+#define ENV_GCM_NPUB_BYTES      12      /* crypto_aead_aes256gcm_NPUBBYTES */
+
+/*
+ * An AES-256-GCM key schedule for one session's subkey under one key
+ * (envelope.md §1.3): expanding it costs about a tenth of opening a
+ * datagram, so each peer's proven session keeps its own.
+ */
+struct env_gcm {
+	crypto_aead_aes256gcm_state st;
+	uint64_t sid;
+	unsigned key;                   /* index into env_keys.key */
+	bool ready;
+};
+
+/*
+ * Key material: sodium_malloc'd, the only place the keys and what is
+ * derived from them are kept.
+ */
 struct env_keys {
 	uint8_t key[ENVELOPE_KEYS_MAX][ENVELOPE_KEY_BYTES];
 	uint16_t id[ENVELOPE_KEYS_MAX];
 	unsigned n;
+	struct env_gcm seal;                    /* our session under key[0] */
+	struct env_gcm open[ENVELOPE_PEERS_MAX];        /* each peer's proven session */
+	struct env_gcm scratch;                 /* any other session: used once, wiped */
 };
 
 /* A proven session and its replay window (window.c). */
@@ -80,6 +102,9 @@ struct env_peer {
 	unsigned round_ids;
 	bool round_ready;
 	bool starved;
+	/* What the peer's last challenge of our session said it can open. */
+	bool told_caps;
+	bool can_open_gcm;
 	struct envelope_stats stats;
 };
 
@@ -89,6 +114,10 @@ struct envelope {
 	void *arg;
 	uint64_t sid;
 	uint64_t counter;               /* the next to seal; from 1 */
+	bool gcm_here;                  /* we may seal and open AES-256-GCM */
+	bool seal_gcm;                  /* every peer that told us can open it too */
+	bool portable_sent;             /* a DATA under XChaCha20-Poly1305 went out ... */
+	uint64_t portable_at;           /* ... at this time */
 	struct env_bucket challenges;
 	struct env_bucket responses;
 	struct envelope_stats stats;
@@ -126,14 +155,29 @@ uint64_t env_get_be64(const uint8_t *p);
 size_t env_seal(struct envelope *e, uint8_t type, const void *payload, size_t len, uint8_t *out);
 /* Read the header of `len` >= ENVELOPE_HDR_BYTES bytes. */
 void env_hdr_read(const uint8_t *p, struct env_hdr *h);
-/* Decrypt the envelope `p` of h->len bytes into e->plain with `key`; false: not authentic. */
-bool env_decrypt(struct envelope *e, const uint8_t *p, const struct env_hdr *h, const uint8_t *key);
+/* The same for DATA under AES-256-GCM with the schedule `g` (env_gcm_ready()). */
+size_t env_seal_gcm(struct envelope *e, const struct env_gcm *g, const void *payload, size_t len,
+		    uint8_t *out);
+/*
+ * Decrypt the envelope `p` of h->len bytes into e->plain with `key`, or
+ * for DATA_GCM with `g`, the schedule of (h->sid, `key`); false: not
+ * authentic.
+ */
+bool env_decrypt(struct envelope *e, const uint8_t *p, const struct env_hdr *h, const uint8_t *key,
+		 const struct env_gcm *g);
+/* Make `g` the schedule of session `sid`'s subkey of keys->key[k], unless it is already. */
+void env_gcm_ready(struct env_keys *keys, struct env_gcm *g, uint64_t sid, unsigned k);
 
 /* ---- handshake.c ---- */
 /* An authentic envelope of a session not proven for `peer`: challenge it, once per round. */
 void env_challenge(struct envelope *e, unsigned peer, uint64_t sid, uint64_t now);
-/* An authentic CHALLENGE (its payload in e->plain): answer it if it is for us. */
+/*
+ * An authentic CHALLENGE (its payload in e->plain): answer it if it is for
+ * us, and take note of what the challenger can open.
+ */
 void env_on_challenge(struct envelope *e, unsigned peer, uint64_t now);
+/* Whether DATA goes out under AES-256-GCM, from what each peer told us and our own ability. */
+void env_caps_update(struct envelope *e);
 /* An authentic RESPONSE of a session not proven for `peer`: ENVELOPE_CONTROL if it proves it. */
 enum envelope_reason env_on_response(struct envelope *e, unsigned peer, const struct env_hdr *h,
 				     uint64_t now);

@@ -26,7 +26,7 @@
 #include "envelope_int.h"
 
 _Static_assert(ENV_SECRET_BYTES == crypto_shorthash_KEYBYTES, "round key size");
-_Static_assert(ENVELOPE_CHALLENGE_BYTES == ENV_SID_BYTES + ENVELOPE_NONCE_BYTES, "challenge layout");
+_Static_assert(ENVELOPE_CHALLENGE_BYTES == ENV_SID_BYTES + ENVELOPE_NONCE_BYTES + 1, "challenge layout");
 _Static_assert(ENVELOPE_RESPONSE_BYTES == ENVELOPE_NONCE_BYTES + ENV_SID_BYTES, "response layout");
 
 /* ---- token buckets: `per_s` tokens a second, as many at most ---- */
@@ -174,6 +174,7 @@ void env_challenge(struct envelope *e, unsigned peer, uint64_t sid, uint64_t now
 	secrets_update(e, p, now);
 	env_put_be64(payload, sid);
 	nonce_for(p->cur, sid, payload + ENV_SID_BYTES);
+	payload[ENV_SID_BYTES + ENVELOPE_NONCE_BYTES] = e->gcm_here ? ENVELOPE_CAN_OPEN_GCM : 0;
 	n = env_seal(e, ENVELOPE_T_CHALLENGE, payload, sizeof(payload), e->control);
 	sodium_memzero(payload, sizeof(payload));
 	if (n == 0)
@@ -182,8 +183,30 @@ void env_challenge(struct envelope *e, unsigned peer, uint64_t sid, uint64_t now
 	e->ops.send(e->arg, peer, e->control, n);
 }
 
+/*
+ * AES-256-GCM is cheaper than XChaCha20-Poly1305 where the CPU has AES
+ * instructions, but not every node has them.  Every node that takes our
+ * DATA has challenged our session first and said in it what it can open;
+ * we seal with AES-GCM once at least one has, and as long as all that
+ * did can.  One that joins later, without it, still authenticates our
+ * periodic XChaCha20-Poly1305 DATA (envelope_seal_at()) and tells us.
+ */
+void env_caps_update(struct envelope *e)
+{
+	bool any = false, all = true;
+
+	for (unsigned i = 0; i < ENVELOPE_PEERS_MAX; i++) {
+		if (!e->peers[i].told_caps)
+			continue;
+		any = true;
+		all = all && e->peers[i].can_open_gcm;
+	}
+	e->seal_gcm = e->gcm_here && any && all;
+}
+
 void env_on_challenge(struct envelope *e, unsigned peer, uint64_t now)
 {
+	struct env_peer *p = &e->peers[peer];
 	uint8_t payload[ENVELOPE_RESPONSE_BYTES];
 	size_t n;
 
@@ -192,6 +215,15 @@ void env_on_challenge(struct envelope *e, unsigned peer, uint64_t now)
 		ENV_COUNT(e, peer, challenges_for_others);
 		return;
 	}
+	/*
+	 * Authentic and naming our session, but perhaps a recording of an
+	 * earlier challenge of it: "cannot" stays for the session, so that
+	 * replaying an old "can" never takes AES-GCM to a node without it.
+	 */
+	p->can_open_gcm = (e->plain[ENV_SID_BYTES + ENVELOPE_NONCE_BYTES] & ENVELOPE_CAN_OPEN_GCM) != 0 &&
+			  (!p->told_caps || p->can_open_gcm);
+	p->told_caps = true;
+	env_caps_update(e);
 	/* A recorded challenge is answered too: it costs one response, within this budget. */
 	if (!bucket_take(&e->responses, now, ENVELOPE_RESPONSES_PER_S)) {
 		ENV_COUNT(e, peer, responses_rate_limited);

@@ -184,6 +184,15 @@ run() {
 	check "$LABEL: A's 130 states reach B" wait_until 10 b_has 130
 	n=$(grep -c . "$WORK/rec1")
 	check "$LABEL: the sniffer recorded A's envelopes ($n)" test "$n" -ge 5
+	# DATA goes AES-256-GCM between nodes whose CPUs have AES-NI and PCLMUL
+	# (libsodium's condition), XChaCha20-Poly1305 otherwise.
+	if grep -qw aes /proc/cpuinfo && grep -qw pclmulqdq /proc/cpuinfo; then
+		check "$LABEL: A seals DATA under AES-256-GCM and B opens it ($(counter A sealed_aes256gcm) sealed, $(counter B delivered_aes256gcm) opened)" \
+			eval '(($(counter A sealed_aes256gcm) > 0 && $(counter B delivered_aes256gcm) > 0)) && [[ $(counter A data_cipher) == aes256gcm ]]'
+	else
+		check "$LABEL: without AES-NI, DATA stays XChaCha20-Poly1305" \
+			eval '(($(counter A sealed_aes256gcm) == 0)) && [[ $(counter A data_cipher) == xchacha20poly1305 ]]'
+	fi
 	base=$(head -n1 "$WORK/rec1")
 
 	# -- a 1.4.7 datagram: a "restarted" A with an ESTABLISHED flow.

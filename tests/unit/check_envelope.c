@@ -278,6 +278,201 @@ static void assert_delivers(struct node *to, unsigned peer, const uint8_t *b, si
 	assert_reason(open_from(to, peer, b, n, now), ENVELOPE_DELIVER);
 }
 
+/* ---- the DATA cipher: AES-256-GCM between nodes that can (envelope.md §1.3) ---- */
+
+/* A DATA of `len` bytes, each `tag`, sealed at `now` with the cipher of the moment. */
+static size_t seal_at(struct node *n, uint8_t tag, size_t len, uint8_t *out, uint64_t now)
+{
+	uint8_t payload[256];
+	size_t got;
+
+	memset(payload, tag, len);
+	got = envelope_seal_at(n->env, payload, len, out, len + ENVELOPE_OVERHEAD, now);
+	ck_assert_uint_eq(got, len + ENVELOPE_OVERHEAD);
+	return got;
+}
+
+static uint8_t type_of(const uint8_t *env)
+{
+	return env[ENVELOPE_OFF_VERTYPE] & 0x0f;
+}
+
+/* This machine has AES-NI (the suite's machines do); say so instead of passing vacuously. */
+static void require_gcm(void)
+{
+	ck_assert_msg(crypto_aead_aes256gcm_is_available(),
+		      "libsodium has no AES-256-GCM on this CPU: these tests need AES-NI and PCLMUL");
+}
+
+START_TEST(data_goes_aes_gcm_once_the_peer_said_it_can_open_it)
+{
+	struct node *a = node_new(1), *b = node_new(2);
+	uint8_t d[128];
+	size_t n;
+
+	require_gcm();
+	ck_assert_str_eq(envelope_data_cipher(a->env), "xchacha20poly1305");
+	/* Nobody told a anything yet: its first DATA is the portable cipher. */
+	n = seal_at(a, 1, 20, d, 0);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA);
+	assert_reason(open_from(b, 0, d, n, 0), ENVELOPE_R_STALE_SESSION);
+	pump(a, b, 0);
+	ck_assert_str_eq(envelope_data_cipher(a->env), "aes256gcm");
+	n = seal_at(a, 2, 20, d, 10);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA_GCM);
+	{
+		const void *pl = NULL;
+		size_t plen = 0;
+
+		assert_reason(envelope_open(b->env, 0, d, n, 10, &pl, &plen), ENVELOPE_DELIVER);
+		ck_assert_uint_eq(plen, 20);
+		ck_assert_uint_eq(((const uint8_t *)pl)[0], 2);
+		ck_assert_uint_eq(((const uint8_t *)pl)[19], 2);
+	}
+	/* Once a second, one DATA goes out portable all the same. */
+	n = seal_at(a, 3, 20, d, 999);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA_GCM);
+	assert_delivers(b, 0, d, n, 999);
+	n = seal_at(a, 4, 20, d, 1000);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA);
+	assert_delivers(b, 0, d, n, 1000);
+	n = seal_at(a, 5, 20, d, 1001);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA_GCM);
+	assert_delivers(b, 0, d, n, 1001);
+	ck_assert_uint_eq(stats(a).sealed_gcm, 3);
+	ck_assert_uint_eq(stats(a).sealed, 5);
+	ck_assert_uint_eq(stats(b).opened_gcm, 3);
+	node_free(a);
+	node_free(b);
+}
+END_TEST
+
+START_TEST(gcm_data_is_refused_when_tampered_replayed_or_unopenable)
+{
+	struct node *a = node_new(1), *b = node_new(2), *c = node_new(3);
+	uint8_t d[128], copy[128];
+	size_t n;
+
+	require_gcm();
+	n = seal_at(a, 1, 20, d, 0);
+	open_from(b, 0, d, n, 0);
+	pump(a, b, 0);
+	n = seal_at(a, 2, 40, d, 5);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA_GCM);
+	for (size_t i = 0; i < n; i += 7) {
+		memcpy(copy, d, n);
+		copy[i] ^= 0x10;
+		ck_assert_int_ne(open_from(b, 0, copy, n, 5), ENVELOPE_DELIVER);
+	}
+	assert_delivers(b, 0, d, n, 5);
+	assert_reason(open_from(b, 0, d, n, 5), ENVELOPE_R_REPLAYED);
+	/* Authentic GCM DATA of a session c has not proven: challenged like any other. */
+	envelope_allow_gcm(c->env, true);
+	assert_reason(open_from(c, 0, d, n, 5), ENVELOPE_R_STALE_SESSION);
+	ck_assert_uint_eq(c->nout, 1);
+	/* A node that cannot open AES-GCM refuses it unopened. */
+	envelope_allow_gcm(b->env, false);
+	n = seal_at(a, 3, 40, d, 6);
+	assert_reason(open_from(b, 0, d, n, 6), ENVELOPE_R_MALFORMED);
+	node_free(a);
+	node_free(b);
+	node_free(c);
+}
+END_TEST
+
+START_TEST(gcm_seal_in_place_matches_separate_buffers)
+{
+	struct node *a = node_new(1), *b = node_new(2), *a2, *b2;
+	uint8_t payload[90], copy[200], inplace[200];
+	size_t n;
+
+	require_gcm();
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 13);
+	/* Two identical pairs (same seeds): the same counters, sids and subkeys. */
+	a2 = node_new(1);
+	b2 = node_new(2);
+	seal_at(a, 0, 8, copy, 0);
+	open_from(b, 0, copy, 8 + ENVELOPE_OVERHEAD, 0);
+	pump(a, b, 0);
+	seal_at(a2, 0, 8, copy, 0);
+	open_from(b2, 0, copy, 8 + ENVELOPE_OVERHEAD, 0);
+	pump(a2, b2, 0);
+	n = envelope_seal_at(a->env, payload, sizeof(payload), copy, sizeof(copy), 1);
+	memcpy(inplace + ENVELOPE_HDR_BYTES, payload, sizeof(payload));
+	ck_assert_uint_eq(envelope_seal_at(a2->env, inplace + ENVELOPE_HDR_BYTES, sizeof(payload), inplace,
+					   sizeof(inplace), 1), n);
+	ck_assert_uint_eq(type_of(copy), ENVELOPE_T_DATA_GCM);
+	ck_assert_mem_eq(copy, inplace, n);
+	assert_delivers(b, 0, copy, n, 1);
+	node_free(a);
+	node_free(b);
+	node_free(a2);
+	node_free(b2);
+}
+END_TEST
+
+START_TEST(a_late_node_without_aes_gcm_takes_the_sender_back_to_xchacha)
+{
+	struct node *a = node_new(1), *b = node_new(2), *c = node_new(3);
+	uint8_t d[128], held[ENVELOPE_CONTROL_MAX];
+	size_t n, held_len;
+
+	require_gcm();
+	envelope_allow_gcm(c->env, false);
+	/* a and b (peer 0 of a) settle on AES-GCM. */
+	n = seal_at(a, 1, 20, d, 0);
+	open_from(b, 0, d, n, 0);
+	memcpy(held, b->out[0].b, b->out[0].len);
+	held_len = b->out[0].len;
+	pump(a, b, 0);
+	ck_assert_str_eq(envelope_data_cipher(a->env), "aes256gcm");
+	/* c (peer 1 of a) joins: it cannot open a's AES-GCM DATA ... */
+	n = seal_at(a, 2, 20, d, 10);
+	assert_reason(open_from(c, 0, d, n, 10), ENVELOPE_R_MALFORMED);
+	ck_assert_uint_eq(c->nout, 0);
+	/* ... but the portable DATA of the next second: it challenges, and says it cannot. */
+	n = seal_at(a, 3, 20, d, 1000);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA);
+	assert_reason(open_from(c, 0, d, n, 1000), ENVELOPE_R_STALE_SESSION);
+	deliver_outbox(c, a, 1, 1000);
+	deliver_outbox(a, c, 0, 1000);
+	ck_assert_str_eq(envelope_data_cipher(a->env), "xchacha20poly1305");
+	n = seal_at(a, 4, 20, d, 1001);
+	ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA);
+	assert_delivers(c, 0, d, n, 1001);
+	assert_delivers(b, 0, d, n, 1001);
+	/* b's old "can open" challenge, replayed under c's index, changes nothing. */
+	open_from(a, 1, held, held_len, 1002);
+	a->nout = 0;
+	ck_assert_str_eq(envelope_data_cipher(a->env), "xchacha20poly1305");
+	node_free(a);
+	node_free(b);
+	node_free(c);
+}
+END_TEST
+
+START_TEST(without_aes_gcm_here_data_stays_xchacha)
+{
+	struct node *a = node_new(1), *b = node_new(2);
+	uint8_t d[128];
+	size_t n;
+
+	envelope_allow_gcm(a->env, false);
+	n = seal_at(a, 1, 20, d, 0);
+	open_from(b, 0, d, n, 0);
+	pump(a, b, 0);
+	for (uint64_t t = 1; t < 50; t++) {
+		n = seal_at(a, 2, 20, d, t);
+		ck_assert_uint_eq(type_of(d), ENVELOPE_T_DATA);
+		assert_delivers(b, 0, d, n, t);
+	}
+	ck_assert_uint_eq(stats(a).sealed_gcm, 0);
+	node_free(a);
+	node_free(b);
+}
+END_TEST
+
 /* ---- codec ------------------------------------------------------------------- */
 
 START_TEST(seal_matches_the_documented_layout)
@@ -471,7 +666,7 @@ START_TEST(malformed_headers_and_control_payloads_are_refused)
 	n = forge(e, K1[0], ENVELOPE_T_DATA, 77, 1, pl, 8);
 	e[1] = 0x21;
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
-	n = forge(e, K1[0], 4, 77, 1, pl, 8);
+	n = forge(e, K1[0], 5, 77, 1, pl, 8);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
 	n = forge(e, K1[0], 0, 77, 1, pl, 8);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
@@ -479,9 +674,9 @@ START_TEST(malformed_headers_and_control_payloads_are_refused)
 	put_be16(e + 2, ENVELOPE_OVERHEAD - 1);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
 	/* Control payloads one byte short or long, though authentic. */
-	n = forge(e, K1[0], ENVELOPE_T_CHALLENGE, 77, 1, pl, 23);
+	n = forge(e, K1[0], ENVELOPE_T_CHALLENGE, 77, 1, pl, 24);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
-	n = forge(e, K1[0], ENVELOPE_T_CHALLENGE, 77, 2, pl, 25);
+	n = forge(e, K1[0], ENVELOPE_T_CHALLENGE, 77, 2, pl, 26);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
 	n = forge(e, K1[0], ENVELOPE_T_RESPONSE, 77, 3, pl, 23);
 	assert_reason(open_from(b, 0, e, n, 0), ENVELOPE_R_MALFORMED);
@@ -516,7 +711,7 @@ START_TEST(frame_len_and_frame_valid_follow_the_length_field)
 	ck_assert(envelope_frame_valid(NULL, two, n));
 	ck_assert(envelope_frame_valid(NULL, two, n + m));
 	ck_assert(!envelope_frame_valid(NULL, two, n - 1));
-	two[1] = 0x14;
+	two[1] = 0x15;
 	ck_assert(!envelope_frame_valid(NULL, two, n));
 	two[1] = 0x21;
 	ck_assert(!envelope_frame_valid(NULL, two, n));
@@ -1666,6 +1861,15 @@ static Suite *envelope_suite(void)
 	tcase_add_test(tc, responses_are_rate_limited);
 	tcase_add_test(tc, flood_of_recorded_sessions_does_not_keep_a_new_one_out);
 	tcase_add_test(tc, peer_counters_add_up_to_the_totals);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("cipher");
+	tcase_add_unchecked_fixture(tc, keys_setup, NULL);
+	tcase_add_test(tc, data_goes_aes_gcm_once_the_peer_said_it_can_open_it);
+	tcase_add_test(tc, gcm_data_is_refused_when_tampered_replayed_or_unopenable);
+	tcase_add_test(tc, gcm_seal_in_place_matches_separate_buffers);
+	tcase_add_test(tc, a_late_node_without_aes_gcm_takes_the_sender_back_to_xchacha);
+	tcase_add_test(tc, without_aes_gcm_here_data_stays_xchacha);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("simulation");
