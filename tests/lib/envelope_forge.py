@@ -25,7 +25,7 @@ travel between the subcommands as lines of hex, one datagram a line.
                                  are no envelope: short ones and other versions
   keyid KEYFILE                  the key id of a key file (4 hex digits)
   sid                            the session id of the first line of stdin
-  type                           the type of each line of stdin (1 DATA, 2 CHALLENGE, 3 RESPONSE)
+  type                           the type of each line of stdin (1 DATA, 2 CHALLENGE, 3 RESPONSE, 4 DATA_GCM)
 """
 import base64
 import random
