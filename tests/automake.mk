@@ -56,3 +56,7 @@ EXTRA_DIST += tests/interop/attributes.sh tests/lib/interop.sh
 # server; the shipped keepalived example and hook are what runs.
 TESTS += tests/failover/failover.sh
 EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py tests/lib/ftp.py
+# Live reload (SIGHUP): live options applied with caches and session kept,
+# broken files refused, restart-only options named, a key roll, --check.
+TESTS += tests/integration/reload.sh
+EXTRA_DIST += tests/integration/reload.sh

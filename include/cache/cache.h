@@ -77,6 +77,17 @@ void cache_set_exp_listener(struct cache *c, const struct cache_exp_listener *l)
 void cache_free(struct cache *c);
 /* SIGHUP: reopen Stats mode's log of destroyed flows.  0 or -errno. */
 int cache_reopen_logs(struct cache *c);
+/*
+ * A reload changed, in place, the configuration the cache was made with:
+ * run the steps of `apply` (CONFIG_APPLY_* of config/diff.h) that concern
+ * the caches and the kernel side.  Both caches keep their entries; a
+ * lower HashLimit refuses new entries until the count is under it.  After
+ * a new Filter, the internal entries it ignores leave the cache in slices,
+ * and the peer is told, as if they had ended: the peer then holds what a
+ * restart with this Filter would give it.  Each failure is logged; returns
+ * the number of steps that failed.
+ */
+int cache_apply_config(struct cache *c, unsigned apply);
 
 struct flow_table *cache_internal(struct cache *c);
 struct flow_table *cache_external(struct cache *c);

@@ -55,6 +55,8 @@ enum ctl_request {
 	CTL_COMMIT_ALL           = 46,  /* -c */
 	CTL_DUMP_INTERNAL_EXP_XML = 47, /* -i expect -x */
 	CTL_DUMP_EXTERNAL_EXP_XML = 48, /* -e expect -x */
+	/* ctsyncd's own: the running daemon's effective configuration (for --check). */
+	CTL_DUMP_CONFIG          = 56,
 	CTL_REQUEST_MAX          = 64,  /* codes are below this; the rest are flag bits */
 };
 

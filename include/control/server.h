@@ -83,6 +83,14 @@ int control_server_open(struct control_server **out, struct loop *loop, const ch
 			unsigned backlog, gid_t group);
 
 /*
+ * A reload's UNIX Group: the socket file gets `group` and 0660, or 0600
+ * with CONTROL_NO_GROUP, and new clients are checked against it.  Clients
+ * already connected stay.  Returns 0 or -errno (the file's access and the
+ * check then stay as they were).
+ */
+int control_server_set_group(struct control_server *srv, gid_t group);
+
+/*
  * Fail every pending request ("daemon is exiting"), flush what can be
  * flushed without blocking, drop every stream (its release is called, its
  * fill is not: the data behind it may already be gone), close, and unlink

@@ -62,6 +62,8 @@ uint32_t exp_table_next(const struct exp_table *t, uint32_t *cursor);
 /* Delete every entry (counted) and give the memory back; every handle becomes invalid. */
 void exp_table_clear(struct exp_table *t);
 uint32_t exp_table_count(const struct exp_table *t);
+/* A new limit (0 = none): entries beyond it stay, new ones are refused. */
+void exp_table_set_limit(struct exp_table *t, uint32_t limit);
 /* The counters of flow_table_stats() that apply (no ext, no labels). */
 void exp_table_stats(const struct exp_table *t, struct flow_table_stats *out);
 

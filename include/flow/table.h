@@ -215,6 +215,12 @@ void flow_table_clear(struct flow_table *t);
 /* Entries stored: active + dead. */
 uint32_t flow_table_count(const struct flow_table *t);
 
+/*
+ * A new HashLimit (0 = none).  Entries beyond a lower limit stay; only
+ * new entries are refused (-ENOSPC) until the count is below it again.
+ */
+void flow_table_set_limit(struct flow_table *t, uint32_t limit);
+
 /* Bytes obtained from malloc by this table (arenas, index, labels, itself). */
 size_t flow_table_memory(const struct flow_table *t);
 

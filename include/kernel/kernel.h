@@ -290,6 +290,14 @@ int kernel_events_add_own(struct kernel_events *ev, uint32_t portid);
 int kernel_events_set_filter(struct kernel_events *ev, bool drop_own,
 			     const struct sock_filter *prog, unsigned len);
 
+/*
+ * A reload: the buffer (a new `rcvbuf` is set now; 0 keeps the current
+ * size), the ceiling of its growth, NetlinkEventsReliable and the reads
+ * per wake-up of `o` replace the current ones.  Events already queued stay.
+ * Returns 0 or -errno (what was set before the failure stays set).
+ */
+int kernel_events_tune(struct kernel_events *ev, const struct kernel_events_opts *o);
+
 /* Stop / start reading (the kernel keeps queueing, up to the buffer). */
 void kernel_events_pause(struct kernel_events *ev);
 int kernel_events_resume(struct kernel_events *ev);
@@ -381,6 +389,8 @@ struct kernel_writer *kernel_writer_new(struct loop *loop, const struct kernel_w
 					const struct kernel_writer_cb *cb, void *arg, int *err);
 /* Sends what is pending (answers delivered), then closes and frees. Not from its callbacks. */
 void kernel_writer_free(struct kernel_writer *w);
+/* A reload: KERNEL_BUILD_* for the messages built from now on (TCPWindowTracking). */
+void kernel_writer_set_build_opts(struct kernel_writer *w, unsigned build_opts);
 
 /* The netlink port id of the writer's socket: what its events carry in nlmsg_pid. */
 uint32_t kernel_writer_portid(const struct kernel_writer *w);

@@ -139,6 +139,12 @@ int link_group_open(struct link_group **out, struct loop *loop, const struct lin
 void link_group_close(struct link_group *g);
 
 /*
+ * A reload: reads per wake-up (EventIterationLimit; 0 = the default).  The
+ * datagrams of one receive call stay as many as the group was opened with.
+ */
+void link_group_set_event_limit(struct link_group *g, uint32_t limit);
+
+/*
  * Append one message of `len` bytes to the channel buffer.  When it does
  * not fit (used + len > limit) the buffer becomes a datagram of its own
  * first; a full datagram is therefore possible, where 1.4.7 appends only

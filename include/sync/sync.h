@@ -288,6 +288,16 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	     struct ftfw **out);
 /* Free the engine; the table and its entries are the caller's and are left as they are. */
 void ftfw_free(struct ftfw *e);
+/*
+ * A reload: the resend queue's size, the ACK window, the encoding of sent
+ * states, RefreshTime and the peer timeout of `cfg` replace the engine's;
+ * everything else of `cfg` is ignored.  Sequence numbers, queues, peers
+ * and what is in flight stay: a larger ResendQueueSize grows the in-flight
+ * ring in place, a smaller one only holds back new sends until the
+ * acknowledgements bring it under.  0, -EINVAL (another mode) or -ENOMEM
+ * (nothing changed).
+ */
+int ftfw_reconfigure(struct ftfw *e, const struct ftfw_config *cfg);
 
 /* ---- the internal table ------------------------------------------------------ */
 

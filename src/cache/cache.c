@@ -14,6 +14,7 @@
 #include <linux/filter.h>
 
 #include "config/config.h"
+#include "config/diff.h"
 #include "flow/exp_table.h"
 #include "flow/filter.h"
 #include "flow/table.h"
@@ -429,6 +430,111 @@ int cache_reopen_logs(struct cache *c)
 	return stats_log_reopen(c->stats_log);
 }
 
+static void apply_limits(struct cache *c)
+{
+	uint32_t limit = c->cfg->general.hash_limit;
+
+	flow_table_set_limit(c->internal, limit);
+	flow_table_set_limit(c->external, limit);
+	if (c->x.internal) {
+		exp_table_set_limit(c->x.internal, limit);
+		exp_table_set_limit(c->x.external, limit);
+	}
+	if (flow_table_count(c->internal) > limit || flow_table_count(c->external) > limit)
+		log_notice("HashLimit %u is below what the caches hold (internal %u, external %u): the "
+			   "entries stay, and new ones are refused until there is room", limit,
+			   flow_table_count(c->internal), flow_table_count(c->external));
+	/* A raised limit lets the repair of refused states start (on_repair_timer). */
+	if (c->local_gap.open || c->remote_gap.open)
+		loop_timer_arm(c->repair_timer, 0);
+}
+
+static int apply_filter(struct cache *c)
+{
+	int err = 0;
+	struct flow_filter *f = flow_filter_new(&c->cfg->general.filter, &err);
+
+	if (!f) {
+		log_error("Filter: cannot build the new Filter: %s; the previous one stays",
+			  strerror(err ? -err : ENOMEM));
+		return -1;
+	}
+	flow_filter_free(c->filter);
+	c->filter = f;
+	if (c->events) {
+		if (c->cfg->general.filter.kernelspace)
+			err = set_kernel_filter(c);
+		else if ((err = kernel_events_set_filter(c->events, true, NULL, 0)) == 0)
+			log_notice("Filter From Kernelspace: off; the Filter is applied in user space");
+		if (err < 0)
+			log_warning("cannot replace the event socket's filter: %s", strerror(-err));
+	}
+	cache_refilter_start(c);
+	return 0;
+}
+
+static int apply_netlink(struct cache *c)
+{
+	const struct config_general *g = &c->cfg->general;
+	struct kernel_events_opts eo = {
+		.rcvbuf = g->netlink_buffer_size,
+		.rcvbuf_max = g->netlink_buffer_max_growth,
+		.reliable = g->netlink_events_reliable,
+		.iteration_limit = g->event_iteration_limit,
+	};
+	int err;
+
+	if (!c->events)
+		return 0;
+	err = kernel_events_tune(c->events, &eo);
+	if (err < 0) {
+		log_error("cannot apply NetlinkEventsReliable %s to the event socket: %s",
+			  g->netlink_events_reliable ? "on" : "off", strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+static int apply_stats_log(struct cache *c)
+{
+	struct stats_log *s = NULL;
+	int err;
+
+	if (c->cfg->role != CONFIG_ROLE_STATS)
+		return 0;
+	err = stats_log_open(&s, &c->cfg->stats, c->loop);
+	if (err < 0) {
+		log_error("Stats: cannot open LogFile %s: %s; the previous log stays", c->cfg->stats.logfile,
+			  strerror(-err));
+		return -1;
+	}
+	stats_log_free(c->stats_log);
+	c->stats_log = s;
+	return 0;
+}
+
+int cache_apply_config(struct cache *c, unsigned apply)
+{
+	int failed = 0;
+
+	if (apply & CONFIG_APPLY_LIMITS)
+		apply_limits(c);
+	if (apply & CONFIG_APPLY_FILTER)
+		failed += apply_filter(c) < 0;
+	if (apply & CONFIG_APPLY_NETLINK)
+		failed += apply_netlink(c) < 0;
+	if (apply & CONFIG_APPLY_EXPIRY) {
+		c->expiry.timeout_s = c->cfg->sync.cache_timeout;
+		c->x.expiry.timeout_s = c->cfg->sync.cache_timeout;
+	}
+	if (apply & CONFIG_APPLY_WRITER)
+		kernel_writer_set_build_opts(c->writer, c->cfg->sync.tcp_window_tracking ?
+					     KERNEL_BUILD_WINDOW_TRACKING : 0);
+	if (apply & CONFIG_APPLY_STATS_LOG)
+		failed += apply_stats_log(c) < 0;
+	return failed;
+}
+
 void cache_free(struct cache *c)
 {
 	const char *bye = "ctsyncd: the daemon is exiting";
@@ -452,6 +558,7 @@ void cache_free(struct cache *c)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
 	loop_timer_free(c->repair_timer);
+	loop_timer_free(c->refilter_timer);
 	loop_timer_free(c->sweep_timer);
 	loop_timer_free(c->expiry.timer);
 	loop_timer_free(c->x.expiry.timer);

@@ -200,6 +200,11 @@ struct cache {
 	uint64_t sweep_removed;
 	struct loop_timer *sweep_timer;
 
+	/* a reload's new Filter: the walk that takes out what it ignores (local.c) */
+	struct loop_timer *refilter_timer;
+	uint32_t refilter_cursor;
+	uint64_t refiltered;
+
 	/* states a table refused (HashLimit, memory): repaired once there is room (cache.c) */
 	struct cache_gap local_gap, remote_gap;
 	struct loop_timer *repair_timer;
@@ -255,6 +260,8 @@ void cache_abandon_poll(struct cache *c);
 /* After a load or a kernel flush: the poll that waited, or the next one PollSecs later. */
 void cache_poll_go_on(struct cache *c);
 extern const struct kernel_events_cb cache_event_cb;
+/* A new Filter: walk the internal cache in slices and drop, telling the peer, what it ignores. */
+void cache_refilter_start(struct cache *c);
 void cache_on_poll_timer(struct loop *loop, struct loop_timer *timer, void *arg);
 /* An expectation event from the event socket. */
 void cache_exp_on_event(struct cache *c, const void *msg, size_t len, bool own_write);

@@ -144,6 +144,47 @@ static void drop_local(struct cache *c, uint32_t handle)
 	}
 }
 
+/* Entries visited per slice of the walk after a new Filter. */
+#define REFILTER_SLICE 16384u
+
+static void on_refilter_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct cache *c = arg;
+	unsigned visited = 0;
+	uint32_t h;
+
+	(void)loop;
+	while (visited++ < REFILTER_SLICE) {
+		h = flow_table_next(c->internal, &c->refilter_cursor);
+		if (!h) {
+			if (c->refiltered)
+				log_notice("Filter: %llu states of the internal cache are ignored by the new "
+					   "Filter and left it", (unsigned long long)c->refiltered);
+			return;
+		}
+		if (flow_table_flags(c->internal, h) & FLOW_ENTRY_DEAD)
+			continue;
+		if (flow_filter_check(c->filter, flow_table_flow(c->internal, h),
+				      flow_table_ext(c->internal, h)) == FLOW_FILTER_PASS)
+			continue;
+		c->refiltered++;
+		drop_local(c, h);
+	}
+	loop_timer_arm(timer, 0);
+}
+
+void cache_refilter_start(struct cache *c)
+{
+	if (!c->refilter_timer && !(c->refilter_timer = loop_timer_new(c->loop, on_refilter_timer, c))) {
+		log_error("Filter: out of memory; states the new Filter ignores stay in the internal cache "
+			  "until they end");
+		return;
+	}
+	c->refilter_cursor = 0;
+	c->refiltered = 0;
+	loop_timer_arm(c->refilter_timer, 0);
+}
+
 /* Delete without telling the peer (flushes, -R). */
 void cache_forget_local(struct cache *c, uint32_t handle)
 {

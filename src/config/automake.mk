@@ -23,3 +23,12 @@ tests_fuzz_fuzz_config_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_CORPUS_NAME='"config"'
 tests_fuzz_fuzz_config_LDADD = libctsyncd.a
 
 EXTRA_DIST += tests/fuzz/corpus/config
+
+# What a reload changes: every option classified (live or restart-only).
+libctsyncd_a_SOURCES += src/config/diff.c
+noinst_HEADERS += include/config/diff.h
+check_PROGRAMS += tests/unit/check_config_diff
+TESTS += tests/unit/check_config_diff
+tests_unit_check_config_diff_SOURCES = tests/unit/check_config_diff.c
+tests_unit_check_config_diff_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_config_diff_LDADD = $(UNIT_LIBS)

@@ -40,6 +40,7 @@ static const char *const request_names[CTL_REQUEST_MAX] = {
 	[CTL_COMMIT_ALL] = "commit",
 	[CTL_DUMP_INTERNAL_EXP_XML] = "dump internal expect xml",
 	[CTL_DUMP_EXTERNAL_EXP_XML] = "dump external expect xml",
+	[CTL_DUMP_CONFIG] = "dump config",
 };
 
 const char *ctl_request_name(uint32_t code)

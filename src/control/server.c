@@ -628,6 +628,16 @@ static int socket_set_access(const char *path, gid_t group)
 	}
 }
 
+int control_server_set_group(struct control_server *srv, gid_t group)
+{
+	int err = socket_set_access(srv->path, group);
+
+	if (err < 0)
+		return err;
+	srv->group = group;
+	return 0;
+}
+
 int control_server_open(struct control_server **out, struct loop *loop, const char *path,
 			unsigned backlog, gid_t group)
 {

@@ -6,6 +6,7 @@ libctsyncd_a_SOURCES += \
 	src/daemon/notify.c src/daemon/notify.h \
 	src/daemon/replication.c src/daemon/replication.h \
 	src/daemon/requests.c src/daemon/requests.h \
+	src/daemon/reload.c src/daemon/reload.h \
 	src/daemon/rundir.c src/daemon/rundir.h \
 	src/daemon/keyfile.c src/daemon/keyfile.h \
 	src/daemon/sealing.c src/daemon/sealing.h

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,12 +29,15 @@
 #include "loop/log.h"
 #include "loop/loop.h"
 #include "notify.h"
+#include "reload.h"
 #include "replication.h"
 #include "requests.h"
 #include "rundir.h"
 
 struct daemon {
-	const struct config *cfg;
+	struct config *cfg;         /* the running configuration: a reload changes it in place */
+	char config_path[PATH_MAX]; /* absolute: the daemon may chdir */
+	bool detached;
 	struct loop *loop;
 	struct control_server *ctl;
 	struct cache *cache;
@@ -50,9 +54,18 @@ static void on_terminate(struct loop *loop, int signo, void *arg)
 	loop_stop(loop);
 }
 
+/*
+ * SIGHUP (logrotate, systemctl reload): the log files are reopened, then
+ * the configuration file is read again and what can change live is
+ * applied (reload.c).
+ */
 static void on_hangup(struct loop *loop, int signo, void *arg)
 {
 	struct daemon *d = arg;
+	struct reload_ctx x = {
+		.running = d->cfg, .path = d->config_path, .log_to_stderr = !d->detached,
+		.cache = d->cache, .replication = d->replication, .ctl = d->ctl,
+	};
 	int err = log_reopen();
 
 	if (err < 0)
@@ -61,6 +74,7 @@ static void on_hangup(struct loop *loop, int signo, void *arg)
 		log_notice("log file reopened (SIGHUP)");
 	if (d->cache && (err = cache_reopen_logs(d->cache)) < 0)
 		log_error("cannot reopen the Stats log file after SIGHUP: %s", strerror(-err));
+	reload_run(&x);
 }
 
 static void on_watchdog(struct loop *loop, struct loop_timer *timer, void *arg)
@@ -69,17 +83,6 @@ static void on_watchdog(struct loop *loop, struct loop_timer *timer, void *arg)
 
 	notify_watchdog();
 	loop_timer_arm(timer, period / 2 ? period / 2 : 1000);
-}
-
-/* conntrackd switches itself to real-time scheduling; a failure is only a warning. */
-static void apply_scheduler(const struct config *cfg)
-{
-	struct sched_param sp = { .sched_priority = cfg->general.sched_priority };
-	const char *name = cfg->general.sched_policy == SCHED_FIFO ? "FIFO" : "RR";
-
-	if (sched_setscheduler(0, cfg->general.sched_policy, &sp) < 0)
-		log_warning("cannot set scheduler %s with priority %d: %s; running with the default scheduler",
-			    name, sp.sched_priority, strerror(errno));
 }
 
 /*
@@ -115,6 +118,7 @@ static int daemonize(struct daemon *d)
 	}
 	close(fds[0]);
 	d->ready_fd = fds[1];
+	d->detached = true;
 	if (setsid() < 0)
 		log_warning("setsid failed: %s", strerror(errno));
 	if (chdir("/") < 0)
@@ -275,7 +279,8 @@ static int start(struct daemon *d, bool detach)
 		log_error("cannot set up signal handling: %s", strerror(-err));
 		return err;
 	}
-	apply_scheduler(cfg);
+	/* conntrackd switches itself to real-time scheduling. */
+	reload_apply_scheduler(cfg);
 	if (cfg->general.systemd && notify_supported()) {
 		uint64_t period = notify_watchdog_ms();
 
@@ -316,11 +321,29 @@ static void stop(struct daemon *d)
 	lockfile_release(&d->lock);
 }
 
-int daemon_run(const struct config *cfg, bool detach)
+/* The file to read again on SIGHUP, as an absolute path: -d changes the directory to /. */
+static void absolute_path(const char *path, char *out, size_t len)
+{
+	char cwd[PATH_MAX];
+	size_t n;
+
+	snprintf(out, len, "%s", path);
+	if (path[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return;
+	n = strlen(cwd);
+	if (n + 1 + strlen(path) >= len)
+		return;
+	memcpy(out, cwd, n);
+	out[n] = '/';
+	memcpy(out + n + 1, path, strlen(path) + 1);
+}
+
+int daemon_run(struct config *cfg, bool detach)
 {
 	struct daemon d = { .cfg = cfg, .ready_fd = -1, .lock = { .fd = -1 } };
 	int err;
 
+	absolute_path(cfg->path, d.config_path, sizeof(d.config_path));
 	err = log_open("ctsyncd", cfg->general.logfile, cfg->general.syslog_facility, true);
 	if (err < 0)
 		log_error("cannot open the log file %s: %s; logging to stderr only",

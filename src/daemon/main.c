@@ -4,15 +4,19 @@
  */
 #include "build-config.h"
 
+#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "control/cli.h"
 #include "control/client.h"
 #include "config/config.h"
+#include "config/diff.h"
 #include "daemon.h"
 #include "envelope/envelope.h"
 #include "keyfile.h"
@@ -86,6 +90,96 @@ static int check_keys(const struct config *cfg)
 	return 0;
 }
 
+/* The reply of a request, read whole into memory (a memfd: no size limit, no temporary file). */
+static char *request_text(const char *socket_path, uint32_t code, enum ctl_status *status, size_t *len,
+			  char *err, size_t errlen)
+{
+	int fd = memfd_create("ctsyncd-reply", MFD_CLOEXEC);
+	struct stat st;
+	char *text = NULL;
+	int r;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot make a buffer for the reply: %s", strerror(errno));
+		return NULL;
+	}
+	r = ctl_client_request_ex(socket_path, code, fd, status, CTL_CLIENT_TIMEOUT_MS, err, errlen);
+	if (r == 0 && fstat(fd, &st) == 0 && (text = malloc((size_t)st.st_size + 1)) &&
+	    pread(fd, text, (size_t)st.st_size, 0) == st.st_size) {
+		text[st.st_size] = '\0';
+		*len = (size_t)st.st_size;
+	} else if (r == 0) {
+		snprintf(err, errlen, "cannot read the reply back: %s", strerror(errno ? errno : ENOMEM));
+		free(text);
+		text = NULL;
+	}
+	close(fd);
+	return text;
+}
+
+/*
+ * --check, second half: ask the daemon behind the file's control socket
+ * for the configuration in effect, and say what a reload of the file would
+ * change (the same diff as the reload itself).  Only informative: the
+ * exit status is the file's validity.
+ */
+static void check_against_daemon(const struct config *file)
+{
+	unsigned max = config_option_count(), n, live, restart;
+	struct config_change *ch = calloc(max, sizeof(*ch));
+	enum ctl_status status = CTL_STATUS_FAILED;
+	struct config running;
+	struct config_error cerr;
+	char err[512] = "", *text;
+	size_t len = 0;
+
+	if (!ch)
+		return;
+	text = request_text(file->general.unix_path, CTL_DUMP_CONFIG, &status, &len, err, sizeof(err));
+	if (!text) {
+		fprintf(stderr, "ctsyncd: no daemon answered on %s (%s); nothing to compare with\n",
+			file->general.unix_path, err);
+		free(ch);
+		return;
+	}
+	if (status != CTL_STATUS_OK) {
+		fprintf(stderr, "ctsyncd: the daemon on %s did not give its configuration (%s): %s",
+			file->general.unix_path, ctl_status_name(status), text);
+		free(text);
+		free(ch);
+		return;
+	}
+	if (config_parse_buffer(&running, "the running configuration", text, len, &cerr, NULL, NULL) < 0) {
+		fprintf(stderr, "ctsyncd: the configuration of the daemon on %s cannot be read: %u:%u: %s\n",
+			file->general.unix_path, cerr.line, cerr.column, cerr.message);
+		free(text);
+		free(ch);
+		return;
+	}
+	free(text);
+	n = config_diff(&running, file, ch, max);
+	config_diff_count(ch, n, &live, &restart);
+	if (n == 0)
+		fprintf(stderr, "ctsyncd: the daemon on %s runs with this configuration; a reload "
+			"would change nothing\n", file->general.unix_path);
+	else
+		fprintf(stderr, "ctsyncd: a reload of the daemon on %s would apply %u option%s live; "
+			"%u need%s a restart:\n", file->general.unix_path, live, live == 1 ? "" : "s",
+			restart, restart == 1 ? "s" : "");
+	for (unsigned i = 0; i < n; i++) {
+		if (ch[i].when == CONFIG_LIVE)
+			fprintf(stderr, "  live:    %s: %s -> %s\n", ch[i].name, ch[i].old_value,
+				ch[i].new_value);
+		else
+			fprintf(stderr, "  restart: %s: %s -> %s (a reload keeps %s)\n", ch[i].name,
+				ch[i].old_value, ch[i].new_value, ch[i].old_value);
+	}
+	if (running.sync.nkeys && file->sync.nkeys)
+		fprintf(stderr, "  (the Key files are read again by every reload)\n");
+	config_free(&running);
+	free(ch);
+}
+
 static int run_client(const struct config *cfg, uint32_t request)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
@@ -137,7 +231,9 @@ int main(int argc, char *argv[])
 			break;
 		}
 		config_print(&cfg, stdout);
+		fflush(stdout);
 		fprintf(stderr, "ctsyncd: %s is valid\n", cfg.path);
+		check_against_daemon(&cfg);
 		rc = 0;
 		break;
 	case CLI_CLIENT_REQUEST:

@@ -22,6 +22,7 @@
 
 #include "cache/cache.h"
 #include "config/config.h"
+#include "config/diff.h"
 #include "control/link_report.h"
 #include "control/server.h"
 #include "flow/table.h"
@@ -483,6 +484,54 @@ void replication_report(struct replication *r, struct report *rep)
 
 /* ---- life ---------------------------------------------------------------------------- */
 
+/*
+ * A peer silent for 30 s (30 missed ALIVEs) is gone: nothing waits for
+ * it, dead entries do not pile up waiting for its ACKs, and when it
+ * returns it is brought to exactly our table.
+ */
+#define PEER_TIMEOUT_MS 30000u
+
+/* The engine's settings that follow the configuration (at start and on reload). */
+static void engine_config(const struct config *cfg, struct ftfw_config *fc)
+{
+	fc->mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK :
+		   cfg->sync.mode == CONFIG_MODE_ALARM ? FTFW_MODE_ALARM : FTFW_MODE_FTFW;
+	fc->resend_queue_size = cfg->sync.resend_queue_size;
+	fc->ack_window = cfg->sync.ack_window_size;
+	/* UDPlite ports too: 1.4.7 accepts them, and its keys become complete. */
+	fc->enc_opts = WIRE_ENC_UDPLITE_PORTS |
+		       (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
+		       (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0);
+	fc->refresh_time_s = cfg->sync.refresh_time;
+	fc->peer_timeout_ms = PEER_TIMEOUT_MS;
+}
+
+int replication_reload_keys(struct replication *r, const struct config_sync *s)
+{
+	if (!r->sealing)
+		return -EINVAL;
+	return sealing_reload(r->sealing, s);
+}
+
+int replication_apply_config(struct replication *r, unsigned apply)
+{
+	struct ftfw_config fc = { 0 };
+	int err, failed = 0;
+
+	if (apply & CONFIG_APPLY_SYNC) {
+		engine_config(r->cfg, &fc);
+		err = ftfw_reconfigure(r->engine, &fc);
+		if (err < 0) {
+			log_error("sync: cannot apply the new ResendQueueSize %u: %s; the engine keeps its "
+				  "settings", fc.resend_queue_size, strerror(-err));
+			failed++;
+		}
+	}
+	if (apply & CONFIG_APPLY_LINKS)
+		link_group_set_event_limit(r->links, r->cfg->general.event_iteration_limit);
+	return failed;
+}
+
 int replication_start(struct replication **out, const struct config *cfg, struct loop *loop,
 		      struct cache *caches)
 {
@@ -494,17 +543,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
 		.peer_event = peer_event, .peer_reset = peer_reset,
 	};
-	struct ftfw_config fc = {
-		.mode = cfg->sync.mode == CONFIG_MODE_NOTRACK ? FTFW_MODE_NOTRACK :
-			cfg->sync.mode == CONFIG_MODE_ALARM ? FTFW_MODE_ALARM : FTFW_MODE_FTFW,
-		.resend_queue_size = cfg->sync.resend_queue_size,
-		.ack_window = cfg->sync.ack_window_size,
-		/* UDPlite ports too: 1.4.7 accepts them, and its keys become complete. */
-		.enc_opts = WIRE_ENC_UDPLITE_PORTS |
-			    (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
-			    (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0),
-		.refresh_time_s = cfg->sync.refresh_time,
-	};
+	struct ftfw_config fc = { 0 };
 	struct link_group_params lp = {
 		.sync = &cfg->sync,
 		.event_iteration_limit = cfg->general.event_iteration_limit,
@@ -523,6 +562,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	engine_config(cfg, &fc);
 	r->cfg = cfg;
 	r->loop = loop;
 	r->cache = caches;
@@ -538,12 +578,6 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	/* ALARM's refresh intervals: the engine's PRNG, seeded here (sync.h). */
 	if (getrandom(&fc.random_seed, sizeof(fc.random_seed), GRND_NONBLOCK) != sizeof(fc.random_seed))
 		fc.random_seed = ((uint64_t)salt << 32) ^ (uint64_t)time(NULL);
-	/*
-	 * A peer silent for 30 s (30 missed ALIVEs) is gone: nothing waits for
-	 * it, dead entries do not pile up waiting for its ACKs, and when it
-	 * returns it is brought to exactly our table.
-	 */
-	fc.peer_timeout_ms = 30000;
 	err = sealing_start(&r->sealing, &cfg->sync);
 	if (err < 0) {
 		free(r);

@@ -10,6 +10,7 @@
 
 struct cache;
 struct config;
+struct config_sync;
 struct loop;
 struct replication;
 struct report;
@@ -23,6 +24,15 @@ void replication_stop(struct replication *r);
 enum control_result replication_answer_bulk(struct control_request *req, void *arg);
 enum control_result replication_answer_resync(struct control_request *req, void *arg);
 enum control_result replication_answer_stats(struct control_request *req, void *arg);
+/*
+ * A reload changed, in place, the configuration the replication runs
+ * with: apply CONFIG_APPLY_SYNC (the engine's queue size, window,
+ * encoding, RefreshTime) and CONFIG_APPLY_LINKS.  Sequence space, queues
+ * and peer sessions stay.  Returns the number of steps that failed (logged).
+ */
+int replication_apply_config(struct replication *r, unsigned apply);
+/* Read the Key files of `s` again and seal with them (a key roll).  0 or -errno (logged). */
+int replication_reload_keys(struct replication *r, const struct config_sync *s);
 /* The sync sections of -s. */
 void replication_report(struct replication *r, struct report *rep);
 

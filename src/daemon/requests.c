@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ enum owner { OWNER_DAEMON, OWNER_CACHE, OWNER_SYNC };
 static enum control_result answer_stats(struct control_request *req, void *arg);
 static enum control_result answer_process(struct control_request *req, void *arg);
 static enum control_result answer_kill(struct control_request *req, void *arg);
+static enum control_result answer_config(struct control_request *req, void *arg);
 
 /*
  * Every request code of conntrackd 1.4.7 and where it is answered: the one
@@ -50,6 +52,7 @@ static const struct route {
 	{ CTL_STATS, NEED_NOTHING, OWNER_DAEMON, answer_stats },
 	{ CTL_STATS_RUNTIME, NEED_NOTHING, OWNER_DAEMON, answer_stats },
 	{ CTL_STATS_PROCESS, NEED_NOTHING, OWNER_DAEMON, answer_process },
+	{ CTL_DUMP_CONFIG, NEED_NOTHING, OWNER_DAEMON, answer_config },
 
 	{ CTL_DUMP_INTERNAL_CT, NEED_KERNEL, OWNER_CACHE, cache_answer_dump },
 	{ CTL_DUMP_INTERNAL_CT_XML, NEED_KERNEL, OWNER_CACHE, cache_answer_dump },
@@ -246,6 +249,34 @@ static enum control_result answer_kill(struct control_request *req, void *arg)
 	log_notice("exit requested on the control socket (-k)");
 	control_request_printf(req, "ctsyncd (pid %d) is exiting\n", (int)getpid());
 	loop_stop(ctx->loop);
+	return CONTROL_DONE;
+}
+
+/*
+ * The configuration in effect, defaults included, in conntrackd.conf
+ * syntax: what the file said at start and at each reload, except the
+ * options that wait for a restart.  `--check` reads it back and diffs.
+ */
+static enum control_result answer_config(struct control_request *req, void *arg)
+{
+	struct requests_ctx *ctx = arg;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return CONTROL_DONE;
+	}
+	config_print(ctx->cfg, f);
+	if (fclose(f) != 0) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	} else {
+		control_request_write(req, text, len);
+	}
+	free(text);
 	return CONTROL_DONE;
 }
 

@@ -120,6 +120,35 @@ int sealing_start(struct sealing **out, const struct config_sync *s)
 	return 0;
 }
 
+int sealing_reload(struct sealing *sg, const struct config_sync *s)
+{
+	uint8_t keys[ENVELOPE_KEYS_MAX][ENVELOPE_KEY_BYTES];
+	uint16_t ids[ENVELOPE_KEYS_MAX];
+	char why[512];
+	int n, err;
+
+	n = keyfile_read_all(s, keys, why, sizeof(why));
+	if (n <= 0) {
+		log_error("sync: %s", n < 0 ? why : "no Key");
+		return n < 0 ? n : -EINVAL;
+	}
+	for (int i = 0; i < n; i++)
+		ids[i] = envelope_key_id(keys[i]);
+	err = envelope_set_keys(sg->env, (const uint8_t (*)[ENVELOPE_KEY_BYTES])keys, (unsigned)n);
+	sodium_memzero(keys, sizeof(keys));
+	if (err < 0) {
+		log_error("sync: cannot use the keys of %s%s%s: %s", s->keys[0], n > 1 ? " and " : "",
+			  n > 1 ? s->keys[1] : "", strerror(-err));
+		return err;
+	}
+	sg->nkeys = (unsigned)n;
+	memcpy(sg->key_ids, ids, sizeof(ids[0]) * (size_t)n);
+	log_notice("sync: keys read again: datagrams are sealed with the key of %s (id %04x)%s%s",
+		   s->keys[0], ids[0], n > 1 ? ", and also accepted with that of " : "",
+		   n > 1 ? s->keys[1] : "");
+	return 0;
+}
+
 void sealing_stop(struct sealing *sg)
 {
 	if (!sg)

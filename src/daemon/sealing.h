@@ -26,6 +26,12 @@ struct sealing;
  */
 int sealing_start(struct sealing **out, const struct config_sync *s);
 void sealing_stop(struct sealing *sg);
+/*
+ * A reload: read the Key files of `s` again and use them from now on (a
+ * key roll); the session, its counter and every peer's session stay.  On
+ * error (logged, naming the file) the keys in use stay.  0 or -errno.
+ */
+int sealing_reload(struct sealing *sg, const struct config_sync *s);
 
 /* Fill in the seal and the framing of `lp` (its `arg` stays the caller's). */
 void sealing_link_params(struct link_group_params *lp, size_t (*seal)(void *, uint8_t *, size_t, size_t));

@@ -316,6 +316,11 @@ void exp_table_clear(struct exp_table *t)
 	memset(t->bucket, 0, t->nbuckets * sizeof(*t->bucket));
 }
 
+void exp_table_set_limit(struct exp_table *t, uint32_t limit)
+{
+	t->o.limit = limit;
+}
+
 uint32_t exp_table_count(const struct exp_table *t)
 {
 	return t->count;

@@ -541,6 +541,11 @@ size_t flow_table_memory(const struct flow_table *t)
 	       labels_memory(&t->labels) + (size_t)rh_buckets(&t->ix) * sizeof(struct rh_slot);
 }
 
+void flow_table_set_limit(struct flow_table *t, uint32_t limit)
+{
+	t->limit = limit;
+}
+
 void flow_table_stats(const struct flow_table *t, struct flow_table_stats *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -429,6 +429,24 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 	return ev;
 }
 
+int kernel_events_tune(struct kernel_events *ev, const struct kernel_events_opts *o)
+{
+	int flag = o->reliable ? 1 : 0;
+
+	if (o->rcvbuf && o->rcvbuf != ev->o.rcvbuf)
+		ev->st.rcvbuf = nl_set_rcvbuf(ev->fd, o->rcvbuf);
+	ev->o.rcvbuf = o->rcvbuf;
+	ev->o.rcvbuf_max = o->rcvbuf_max;
+	ev->o.iteration_limit = o->iteration_limit;
+	if (o->reliable != ev->o.reliable) {
+		if (setsockopt(ev->fd, SOL_NETLINK, NETLINK_BROADCAST_ERROR, &flag, sizeof(flag)) < 0 ||
+		    setsockopt(ev->fd, SOL_NETLINK, NETLINK_NO_ENOBUFS, &flag, sizeof(flag)) < 0)
+			return -errno;
+		ev->o.reliable = o->reliable;
+	}
+	return 0;
+}
+
 void kernel_events_close(struct kernel_events *ev)
 {
 	if (!ev)

@@ -452,6 +452,11 @@ int kernel_writer_purge(struct kernel_writer *w, int family, kernel_keep_fn keep
 
 /* ---- life -------------------------------------------------------------------------- */
 
+void kernel_writer_set_build_opts(struct kernel_writer *w, unsigned build_opts)
+{
+	w->build_opts = build_opts;
+}
+
 struct kernel_writer *kernel_writer_new(struct loop *loop, const struct kernel_writer_opts *o,
 					const struct kernel_writer_cb *cb, void *arg, int *err)
 {

@@ -265,6 +265,11 @@ static int link_setup(struct link_group *g, struct link *l, const struct config_
 	return 0;
 }
 
+void link_group_set_event_limit(struct link_group *g, uint32_t limit)
+{
+	g->event_limit = limit ? limit : CONFIG_DEFAULT_EVENT_ITER_LIMIT;
+}
+
 int link_group_open(struct link_group **out, struct loop *loop, const struct link_group_params *p)
 {
 	const struct config_sync *s = p ? p->sync : NULL;

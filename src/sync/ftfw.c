@@ -167,6 +167,34 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	return 0;
 }
 
+int ftfw_reconfigure(struct ftfw *e, const struct ftfw_config *cfg)
+{
+	uint32_t rqs = cfg->resend_queue_size ? cfg->resend_queue_size : FTFW_DEFAULT_RESEND_QUEUE_SIZE;
+	uint32_t slots = rqs > (1u << 30) ? 1u << 31 : 2 * rqs;
+
+	if (cfg->mode != e->cfg.mode)
+		return -EINVAL;
+	/* The ring must stay twice the in-flight span, so that no two messages share a slot. */
+	if (!e->notrack && slots > e->ring_mask + 1) {
+		uint32_t *old = e->ring, h;
+
+		if (ftfw_ring_alloc(e, slots) < 0) {
+			e->ring = old;
+			return -ENOMEM;
+		}
+		for (h = e->q[Q_RS].head; h; h = ftfw_link_of(e, h)->next)
+			e->ring[ftfw_link_of(e, h)->seq & e->ring_mask] = h;
+		free(old);
+	}
+	e->cfg.resend_queue_size = rqs;
+	e->cfg.ack_window = cfg->ack_window ? cfg->ack_window : FTFW_DEFAULT_ACK_WINDOW;
+	e->cfg.enc_opts = cfg->enc_opts;
+	e->cfg.refresh_time_s = cfg->refresh_time_s ? cfg->refresh_time_s : ALARM_DEFAULT_REFRESH_S;
+	e->refresh_s = e->cfg.refresh_time_s;
+	e->cfg.peer_timeout_ms = cfg->peer_timeout_ms;
+	return 0;
+}
+
 void ftfw_free(struct ftfw *e)
 {
 	if (!e)

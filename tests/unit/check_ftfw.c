@@ -385,9 +385,14 @@ static struct ftfw_stats stats(void)
  */
 #define S 5000u
 
+/* ResendQueueSize of the next conformance_setup() (0: the default). */
+static uint32_t conformance_rqs;
+
 static void conformance_setup(void)
 {
 	struct ftfw_config c = default_cfg();
+
+	c.resend_queue_size = conformance_rqs;
 
 	/* ACK ranges as 1.4.7 sends them: no widening, no repeats (tested on their own). */
 	c.plain_acks = true;
@@ -706,6 +711,47 @@ START_TEST(nack_resends_with_new_sequence_numbers)
 		EXPECT_EQ("same state", 10 + i, out_mark(&H.out[d + i]));
 	}
 	EXPECT_EQ("retransmissions counted", 3, stats().retransmitted);
+	h_teardown();
+}
+END_TEST
+
+/*
+ * A reload's larger ResendQueueSize: the in-flight ring grows in place, so
+ * what was in flight before is still found by its sequence number (a NACK
+ * resends exactly it), and what waited goes out; the sequence space goes on.
+ */
+START_TEST(reconfigure_grows_the_resend_queue_in_flight)
+{
+	struct ftfw_config c = default_cfg();
+	uint32_t first;
+	size_t d;
+
+	c.plain_acks = true;
+	conformance_rqs = 8;            /* a ring of 64 slots */
+	row2();
+	conformance_rqs = 0;
+	for (uint32_t i = 0; i < 100; i++)
+		put_flow(i, 1000 + i);
+	h_send();
+	EXPECT_EQ("in flight at ResendQueueSize 8", 8, stats().inflight);
+	first = H.out[0].hdr.seq;
+	c.resend_queue_size = 200;      /* 400 slots: the ring of 64 grows to 512 */
+	ck_assert_int_eq(ftfw_reconfigure(H.e, &c), 0);
+	h_send();
+	EXPECT_EQ("in flight at ResendQueueSize 200", 100, stats().inflight);
+	EXPECT_EQ("the limit reported", 200, stats().inflight_max);
+	EXPECT_EQ("no message pushed out of the ring", 0, stats().ring_evictions);
+	/* A short range is looked up in the ring by sequence number. */
+	d = H.nout;
+	feed_ctl(WIRE_F_NACK, S + 2, first + 3, first + 5);
+	h_send();
+	EXPECT_EQ("resent", 3, count_kind(d, WIRE_K_DATA));
+	for (size_t i = 0; i < 3; i++) {
+		EXPECT_EQ("the sequence space goes on", first + 100 + i, H.out[d + i].hdr.seq);
+		EXPECT_EQ("the state in flight under that number", 1003 + i, out_mark(&H.out[d + i]));
+	}
+	c.mode = FTFW_MODE_NOTRACK;
+	EXPECT_EQ("another mode is refused", -EINVAL, ftfw_reconfigure(H.e, &c));
 	h_teardown();
 }
 END_TEST
@@ -2874,6 +2920,7 @@ static Suite *ftfw_suite(void)
 	tcase_add_test(conf, four_trailing_bytes_inside_len_are_accepted);
 	tcase_add_test(conf, resync_request_sends_the_whole_cache);
 	tcase_add_test(conf, nack_resends_with_new_sequence_numbers);
+	tcase_add_test(conf, reconfigure_grows_the_resend_queue_in_flight);
 	tcase_add_test(conf, ack_covering_all_then_nack_resends_nothing);
 	suite_add_tcase(s, conf);
 
