@@ -26,7 +26,13 @@
 /* Defaults of conntrackd 1.4.7 (ctsyncd.conf.5 and protocol.md §8). */
 #define CONFIG_DEFAULT_HASH_SIZE            65536u
 #define CONFIG_DEFAULT_HASH_LIMIT           262144u
-#define CONFIG_DEFAULT_OVERRUN_RESYNC       30u
+/*
+ * NetlinkOverrunResync: `on` is 1.4.7's 30 s; left out, ctsyncd waits 2 s,
+ * long enough for a burst that overran the socket to end, short enough
+ * that the peer is not left out of date for half a minute.
+ */
+#define CONFIG_OVERRUN_RESYNC_ON            30u
+#define CONFIG_DEFAULT_OVERRUN_RESYNC       2u
 #define CONFIG_DEFAULT_EVENT_ITER_LIMIT     100u
 #define CONFIG_DEFAULT_RESEND_QUEUE_SIZE    131072u
 #define CONFIG_DEFAULT_ACK_WINDOW_SIZE      300u

@@ -306,7 +306,8 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
 	if (err == 0) {
 		c->purge_timer = loop_timer_new(loop, cache_on_purge_timer, c);
 		c->repair_timer = loop_timer_new(loop, on_repair_timer, c);
-		if (!c->purge_timer || !c->repair_timer || cache_sweep_init(c) < 0)
+		c->overrun_timer = loop_timer_new(loop, cache_on_overrun_timer, c);
+		if (!c->purge_timer || !c->repair_timer || !c->overrun_timer || cache_sweep_init(c) < 0)
 			err = -ENOMEM;
 	}
 	if (err == 0 && cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_ALARM &&
@@ -558,6 +559,7 @@ void cache_free(struct cache *c)
 		kernel_events_close(c->events);
 	loop_timer_free(c->purge_timer);
 	loop_timer_free(c->repair_timer);
+	loop_timer_free(c->overrun_timer);
 	loop_timer_free(c->refilter_timer);
 	loop_timer_free(c->sweep_timer);
 	loop_timer_free(c->expiry.timer);

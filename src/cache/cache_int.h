@@ -162,6 +162,7 @@ struct cache {
 	uint64_t load_started_ms;
 	struct waiters load_waiters;
 	bool resync_again;                /* another overrun during the resync */
+	struct loop_timer *overrun_timer; /* NetlinkOverrunResync seconds after an overrun */
 	uint64_t load_filtered;           /* dumped states the Filter left out */
 	uint64_t load_told_new, load_told_updated;
 
@@ -263,6 +264,8 @@ extern const struct kernel_events_cb cache_event_cb;
 /* A new Filter: walk the internal cache in slices and drop, telling the peer, what it ignores. */
 void cache_refilter_start(struct cache *c);
 void cache_on_poll_timer(struct loop *loop, struct loop_timer *timer, void *arg);
+/* NetlinkOverrunResync seconds after an event overrun: read the kernel table again (local.c). */
+void cache_on_overrun_timer(struct loop *loop, struct loop_timer *timer, void *arg);
 /* An expectation event from the event socket. */
 void cache_exp_on_event(struct cache *c, const void *msg, size_t len, bool own_write);
 /*

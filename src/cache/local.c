@@ -299,16 +299,38 @@ static bool poll_is_peers_own(struct cache *c, const struct flow_full *ff, uint3
 	return c->mirroring || !handle || (flow_table_flags(c->internal, handle) & FLOW_ENTRY_DEAD);
 }
 
+/*
+ * Events were lost: the table is read again NetlinkOverrunResync seconds
+ * later.  Overruns meanwhile (a burst goes on) are covered by that one
+ * read; an overrun during a read makes it read once more at its end.
+ */
 static void on_overrun(void *arg, uint32_t rcvbuf)
 {
 	struct cache *c = arg;
+	uint32_t delay = c->cfg->general.netlink_overrun_resync;
 
-	log_warning("netlink event overrun: events were lost (receive buffer now %u bytes); "
-		    "resynchronising with the kernel table", rcvbuf);
-	if (!c->cfg->general.netlink_overrun_resync) {
-		log_warning("NetlinkOverrunResync is off: the internal cache may stay out of date");
+	if (!delay) {
+		log_warning("netlink event overrun: events were lost (receive buffer now %u bytes); "
+			    "NetlinkOverrunResync is off: the internal cache may stay out of date", rcvbuf);
 		return;
 	}
+	if (c->dump) {
+		c->resync_again = true;
+		return;
+	}
+	if (loop_timer_armed(c->overrun_timer))
+		return;
+	log_warning("netlink event overrun: events were lost (receive buffer now %u bytes); "
+		    "resynchronising with the kernel table in %u s (NetlinkOverrunResync)", rcvbuf, delay);
+	loop_timer_arm(c->overrun_timer, (uint64_t)delay * 1000u);
+}
+
+void cache_on_overrun_timer(struct loop *loop, struct loop_timer *timer, void *arg)
+{
+	struct cache *c = arg;
+
+	(void)loop;
+	(void)timer;
 	if (c->dump) {
 		c->resync_again = true;
 		return;

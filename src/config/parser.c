@@ -556,7 +556,7 @@ opt_overrun_resync(struct parser *p, const struct token *kw, const struct option
 	if (value_word(p, kw, "on, off or a number of seconds", &tok) < 0)
 		return -1;
 	if (word_bool(&tok, &on)) {
-		*out = on ? CONFIG_DEFAULT_OVERRUN_RESYNC : 0;
+		*out = on ? CONFIG_OVERRUN_RESYNC_ON : 0;
 		return 0;
 	}
 	if (!all_digits(&tok, 0))

@@ -107,7 +107,7 @@ ctload flush >/dev/null
 # --- overrun and recovery ----------------------------------------------------------------
 start overrun "NetlinkBufferSize 4096
 	NetlinkBufferSizeMaxGrowth 4096
-	NetlinkOverrunResync on"
+	NetlinkOverrunResync 5"
 ctload create 30000 --timeout 600 >/dev/null
 ctload update 20000 --mark 3 >/dev/null
 ctload delete 10000 >/dev/null
@@ -119,6 +119,12 @@ resyncs=$(jget '["kernel"]["resyncs"]' <<<"$j")
 check "the burst overran the tiny buffer ($overruns) and a resync followed ($resyncs)" \
 	test "$overruns" -ge 1 -a "$resyncs" -ge 1
 log "$(grep -m1 'resynchronised' "$WORK/overrun.log" || true)"
+# The log's seconds: the resync ends no sooner than NetlinkOverrunResync
+# (5 s) after the first overrun, whatever the load.
+log_s() { date -d "$(grep -m1 "$1" "$WORK/overrun.log" | sed -E 's/^\[([^]]+)\].*/\1/')" +%s; }
+t_overrun=$(log_s 'netlink event overrun') t_resync=$(log_s 'resynchronised')
+check "the resync waited NetlinkOverrunResync 5 s after the overrun ($((t_resync - t_overrun)) s)" \
+	test $((t_resync - t_overrun)) -ge 4
 out=$("$CTSYNCD" "${C[@]}" -i | grep -c 'mark=3')
 check "updated states carry the new mark after recovery ($out)" test "$out" -eq 10000
 stop
@@ -133,7 +139,7 @@ ctload flush >/dev/null
 start drain "EventIterationLimit 1
 	NetlinkBufferSize 4194304
 	NetlinkBufferSizeMaxGrowth 4194304
-	NetlinkOverrunResync on"
+	NetlinkOverrunResync 1"
 pid=$(head -n1 "$WORK/drain.lock")
 for round in 1 2 3; do
 	kill -STOP "$pid"
@@ -214,7 +220,7 @@ if ((max < SCALE_N)); then
 else
 	start scale "NetlinkBufferSize 65536
 	NetlinkBufferSizeMaxGrowth 262144
-	NetlinkOverrunResync on"
+	NetlinkOverrunResync 1"
 	t0=$(now)
 	ctload create "$SCALE_N" --proto mixed --timeout 600 >/dev/null
 	ctload update "$SCALE_N" --proto mixed --timeout 600 --mark 7 >/dev/null

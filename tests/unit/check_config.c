@@ -557,7 +557,7 @@ START_TEST(sync_with_one_udp_link_has_every_default)
 	ck_assert_uint_eq(g->unix_gid, CONFIG_NO_GID);
 	ck_assert_uint_eq(g->netlink_buffer_size, 0);
 	ck_assert_uint_eq(g->netlink_buffer_max_growth, 0);
-	ck_assert_uint_eq(g->netlink_overrun_resync, 30);
+	ck_assert_uint_eq(g->netlink_overrun_resync, 2);
 	ck_assert(!g->netlink_events_reliable);
 	ck_assert_uint_eq(g->poll_secs, 0);
 	ck_assert_uint_eq(g->event_iteration_limit, 100);
