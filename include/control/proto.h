@@ -55,6 +55,8 @@ enum ctl_request {
 	CTL_COMMIT_ALL           = 46,  /* -c */
 	CTL_DUMP_INTERNAL_EXP_XML = 47, /* -i expect -x */
 	CTL_DUMP_EXTERNAL_EXP_XML = 48, /* -e expect -x */
+	/* ctsyncd's own, apart from conntrackd's codes */
+	CTL_STATS_HEALTH         = 56,  /* -s health: one monitoring-plugin line */
 	CTL_REQUEST_MAX          = 64,  /* codes are below this; the rest are flag bits */
 };
 

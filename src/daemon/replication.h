@@ -10,6 +10,8 @@
 
 struct cache;
 struct config;
+struct health_facts;
+struct health_peer;
 struct loop;
 struct replication;
 struct report;
@@ -23,7 +25,15 @@ void replication_stop(struct replication *r);
 enum control_result replication_answer_bulk(struct control_request *req, void *arg);
 enum control_result replication_answer_resync(struct control_request *req, void *arg);
 enum control_result replication_answer_stats(struct control_request *req, void *arg);
-/* The sync sections of -s. */
+/* The sync sections of -s, the peers among them. */
 void replication_report(struct replication *r, struct report *rep);
+/*
+ * The peers now, at most `max` of them (UDP, TCP: the one peer, even
+ * never heard; multicast: every address heard on the group, down ones
+ * too).  Returns how many.
+ */
+unsigned replication_peers(struct replication *r, struct health_peer *out, unsigned max);
+/* What `-s health` needs of the sync side: the peers, the mode, the backlog. */
+void replication_health(struct replication *r, struct health_facts *f);
 
 #endif
