@@ -39,6 +39,9 @@ EXTRA_DIST += tests/integration/replication.sh
 # Hostile input: an attacker on the sync segment.
 TESTS += tests/integration/strangers.sh tests/integration/limits.sh
 EXTRA_DIST += tests/integration/strangers.sh tests/integration/limits.sh
+# Peer liveness and `-s health` over UDP, TCP and multicast.
+TESTS += tests/integration/liveness.sh
+EXTRA_DIST += tests/integration/liveness.sh
 # Keyed sync (doc/envelope.md): an attacker against the envelope; every kind
 # of link keyed, the key's roll-over, the key files.
 TESTS += tests/integration/auth.sh tests/integration/auth-links.sh

@@ -124,6 +124,16 @@ void cache_external_sweep(struct cache *c);
 /* The cache sections of -s and -s cache. */
 void cache_report(struct cache *c, struct report *r);
 
+/* What `-s health` needs of the caches: totals since start, and whether a limit left a gap. */
+struct cache_health {
+	bool internal_complete, external_complete;  /* no refused state waits for its repair */
+	uint64_t internal_refused, external_refused;
+	uint64_t overruns;                          /* netlink event overruns (ENOBUFS) */
+	uint64_t commit_failures;                   /* states a commit could not write */
+	uint64_t write_failures;                    /* injection and HotStandby mirror writes that failed */
+};
+void cache_health(struct cache *c, struct cache_health *out);
+
 /*
  * Control requests.  The daemon's table of requests (src/daemon/requests.c)
  * routes each code to one of these with the cache as `arg`.

@@ -42,6 +42,12 @@
 #define CONFIG_DEFAULT_ERROR_QUEUE_LEN      128u
 #define CONFIG_DEFAULT_UNIX_BACKLOG         100u
 #define CONFIG_DEFAULT_HELPER_QUEUE_LEN     1024u
+/* ctsyncd's own (ctsyncd.conf(5), Sync { PeerTimeout, Health }), seconds. */
+#define CONFIG_DEFAULT_PEER_TIMEOUT         30u
+#define CONFIG_DEFAULT_PEER_SILENT_WARNING  10u
+#define CONFIG_DEFAULT_BACKLOG_WARNING      10u
+#define CONFIG_DEFAULT_BACKLOG_CRITICAL     60u
+#define CONFIG_DEFAULT_RECENT_ERRORS        300u
 
 /*
  * ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf.
@@ -163,6 +169,18 @@ struct config_general {
 	struct config_filter filter;
 };
 
+/*
+ * Sync { Health { ... } }, ctsyncd's own: the thresholds `ctsyncd -s health`
+ * judges by (ctsyncd(8), HEALTH).  Seconds; 0 turns a check off.
+ */
+struct config_health {
+	uint32_t peer_silent_warning;       /* a peer still up, silent this long: WARNING */
+	bool peer_silent_warning_set;       /* written (else 0 in ALARM, the default otherwise) */
+	uint32_t backlog_warning;           /* FTFW: unacknowledged for this long: WARNING */
+	uint32_t backlog_critical;          /* ... CRITICAL */
+	uint32_t recent_errors;             /* overruns, commit and mirror failures this recent: WARNING */
+};
+
 struct config_sync {
 	enum config_sync_mode mode;
 	uint32_t resend_queue_size;         /* FTFW */
@@ -190,6 +208,15 @@ struct config_sync {
 	unsigned nkeys;
 	char keys[CONFIG_MAX_KEYS][CONFIG_PATH_MAX];
 	unsigned key_lines[CONFIG_MAX_KEYS];
+	/*
+	 * PeerTimeout (ctsyncd's own), seconds: a peer silent this long is
+	 * down (logged, `-s`, `-s health`) and, in FTFW, no longer waited for
+	 * (protocol.md deviation 23).  Default 30; in ALARM, whose peers send
+	 * only refreshes, RefreshTime + 2 when that is longer.
+	 */
+	uint32_t peer_timeout;
+	bool peer_timeout_set;              /* written in the file */
+	struct config_health health;
 };
 
 struct config_stats {

@@ -42,6 +42,16 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 			  enum ctl_status *status, int timeout_ms, char *err, size_t errlen);
 
 /*
+ * The same, the answer read into `buf` (NUL-terminated, its length in
+ * *len) instead of written to a file: an answer that does not fit in
+ * cap - 1 bytes fails with -EMSGSIZE (and a message), what came before
+ * it kept.  For answers the client reads itself (`-s health`).
+ */
+int ctl_client_request_buf(const char *socket_path, uint32_t code, char *buf, size_t cap,
+			   size_t *len, enum ctl_status *status, int timeout_ms, char *err,
+			   size_t errlen);
+
+/*
  * The per-read timeout for a request: CTL_CLIENT_TIMEOUT_MS, or none (-1)
  * when ctl_request_waits(code): a commit of a large external cache can take
  * minutes, and conntrackd's client waits for it too.

@@ -57,6 +57,8 @@ enum ctl_request {
 	CTL_DUMP_EXTERNAL_EXP_XML = 48, /* -e expect -x */
 	/* ctsyncd's own: the running daemon's effective configuration (for --check). */
 	CTL_DUMP_CONFIG          = 56,
+	/* ctsyncd's own, apart from conntrackd's codes */
+	CTL_STATS_HEALTH         = 57,  /* -s health: one monitoring-plugin line */
 	CTL_REQUEST_MAX          = 64,  /* codes are below this; the rest are flag bits */
 };
 

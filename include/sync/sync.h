@@ -204,7 +204,9 @@ enum ftfw_peer_event {
  * inside the engine's calls and must not call back into the engine, with
  * these exceptions: dead_acked() may flow_table_delete() the handle (it is
  * already out of every queue), peer_event() may call ftfw_request_resync()
- * and ftfw_bulk(), and peer_reset() may change the external table.
+ * and ftfw_bulk() and read ftfw_peer_stats() (which has the event's
+ * effect on the peer already), and peer_reset() may change the external
+ * table.
  */
 struct ftfw_ops {
 	/*
@@ -420,6 +422,16 @@ void ftfw_bulk(struct ftfw *e);
 bool ftfw_idle(const struct ftfw *e);
 /* Bytes the message for flow `h` takes on the wire now, or a negative errno. */
 int ftfw_msg_size(struct ftfw *e, uint32_t h);
+/*
+ * How long our messages have been waiting, in ms: 0 when nothing of ours
+ * is outstanding (ftfw_idle()), else the time since the latest progress:
+ * an ACK that released a message (FTFW) or a state sent (NOTRACK, ALARM,
+ * where nothing waits for an ACK), or the latest ftfw_tick() that found
+ * nothing outstanding.  A peer that hears us but whose ACKs never arrive
+ * makes it grow; a busy link whose ACKs flow keeps it near the ACK
+ * timer's second.
+ */
+uint64_t ftfw_backlog_ms(const struct ftfw *e, uint64_t now);
 /* The next sequence number we will send. */
 uint32_t ftfw_next_seq(const struct ftfw *e);
 
@@ -482,6 +494,10 @@ struct ftfw_peer_stats {
 	uint32_t last_seq;                      /* its last sequence number accepted */
 	uint64_t msg_recv, seq_lost, seq_before, restarts, space_switches;
 	uint64_t last_heard;                    /* `now` of its last message */
+	uint64_t silence;                       /* ms between its last two messages */
+	uint64_t downs;                         /* FTFW_PEER_LOST so far */
+	uint64_t ups;                           /* FTFW_PEER_BACK so far */
+	uint64_t state_since;                   /* `now` of its first message, or of its latest LOST or BACK */
 };
 int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out);
 

@@ -280,6 +280,23 @@ void cache_report(struct cache *c, struct report *r)
 	}
 }
 
+void cache_health(struct cache *c, struct cache_health *out)
+{
+	struct kernel_events_stats ev = { 0 };
+
+	if (c->events)
+		kernel_events_get_stats(c->events, &ev);
+	*out = (struct cache_health){
+		.internal_complete = !c->local_gap.open,
+		.external_complete = !c->remote_gap.open,
+		.internal_refused = c->local_gap.refused,
+		.external_refused = c->remote_gap.refused,
+		.overruns = ev.overruns,
+		.commit_failures = c->n.committed_failed + c->x.n.committed_failed,
+		.write_failures = c->n.injected_failed + c->x.n.write_failed,
+	};
+}
+
 enum control_result cache_answer_stats(struct control_request *req, void *arg)
 {
 	struct cache *c = arg;

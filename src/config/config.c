@@ -181,6 +181,11 @@ config_defaults(struct config *cfg)
 	s->purge_timeout = CONFIG_DEFAULT_PURGE_TIMEOUT;
 	s->refresh_time = CONFIG_DEFAULT_REFRESH_TIME;
 	s->cache_timeout = CONFIG_DEFAULT_CACHE_TIMEOUT;
+	s->peer_timeout = CONFIG_DEFAULT_PEER_TIMEOUT;
+	s->health.peer_silent_warning = CONFIG_DEFAULT_PEER_SILENT_WARNING;
+	s->health.backlog_warning = CONFIG_DEFAULT_BACKLOG_WARNING;
+	s->health.backlog_critical = CONFIG_DEFAULT_BACKLOG_CRITICAL;
+	s->health.recent_errors = CONFIG_DEFAULT_RECENT_ERRORS;
 
 	cfg->stats.syslog_facility = -1;
 }
@@ -255,6 +260,23 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 		return config_set_error(err, name, marks->mode_line, 0,
 					"HotStandby keeps the external cache and also writes it into the kernel; "
 					"it cannot be combined with DisableExternalCache on");
+	/*
+	 * An ALARM peer sends nothing but refreshes, each state at least every
+	 * RefreshTime + 1 s: a shorter timeout would take a peer holding few
+	 * states for a dead one, and its silence says little.
+	 */
+	if (s->mode == CONFIG_MODE_ALARM) {
+		if (!s->peer_timeout_set && s->refresh_time + 2 > s->peer_timeout)
+			s->peer_timeout = s->refresh_time + 2;
+		if (!s->health.peer_silent_warning_set)
+			s->health.peer_silent_warning = 0;
+	}
+	if (s->health.backlog_warning && s->health.backlog_critical &&
+	    s->health.backlog_warning > s->health.backlog_critical)
+		return config_set_error(err, name, marks->sync_line, 0,
+					"Health: ResendBacklogWarning (%u s) is above ResendBacklogCritical "
+					"(%u s); the warning must come first", s->health.backlog_warning,
+					s->health.backlog_critical);
 	/* As upstream: without an external cache there is nothing to commit. */
 	if (s->disable_external_cache && s->commit_timeout != 0) {
 		config_warn(warn, warn_arg, name, marks->mode_line, 0,
@@ -592,6 +614,13 @@ print_sync(const struct config_sync *s, FILE *out)
 		fprintf(out, "\tRefreshTime %u\n", s->refresh_time);
 	if (s->mode != CONFIG_MODE_ALARM && s->cache_timeout != CONFIG_DEFAULT_CACHE_TIMEOUT)
 		fprintf(out, "\tCacheTimeout %u\n", s->cache_timeout);
+	fprintf(out, "\tPeerTimeout %u\n", s->peer_timeout);
+	fprintf(out, "\tHealth {\n");
+	fprintf(out, "\t\tPeerSilentWarning %u\n", s->health.peer_silent_warning);
+	fprintf(out, "\t\tResendBacklogWarning %u\n", s->health.backlog_warning);
+	fprintf(out, "\t\tResendBacklogCritical %u\n", s->health.backlog_critical);
+	fprintf(out, "\t\tRecentErrors %u\n", s->health.recent_errors);
+	fprintf(out, "\t}\n");
 	for (i = 0; i < s->nkeys; i++)
 		fprintf(out, "\tKey %s%s\n", s->keys[i],
 			i == 0 ? "\t# seals what we send" : "\t# still accepted");

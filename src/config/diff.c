@@ -158,6 +158,18 @@ static const struct config_option_info config_option_table[] = {
 	  SEC_SYNC, K_BOOL, OFF(sync.hot_standby), 0, NULL },
 	{ "Key", CONFIG_LIVE, CONFIG_APPLY_KEYS, "",
 	  SEC_SYNC, K_KEYS, 0, 0, 0, NULL },
+	/* The engine's liveness deadline (ftfw_reconfigure) and the daemon's own. */
+	{ "PeerTimeout", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.peer_timeout), 0, NULL },
+	/* Read at each -s health request. */
+	{ "Health PeerSilentWarning", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
+	  SEC_SYNC, K_U32, OFF(sync.health.peer_silent_warning), 0, NULL },
+	{ "Health ResendBacklogWarning", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
+	  SEC_SYNC, K_U32, OFF(sync.health.backlog_warning), 0, NULL },
+	{ "Health ResendBacklogCritical", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
+	  SEC_SYNC, K_U32, OFF(sync.health.backlog_critical), 0, NULL },
+	{ "Health RecentErrors", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
+	  SEC_SYNC, K_U32, OFF(sync.health.recent_errors), 0, NULL },
 	{ "link blocks", CONFIG_RESTART, 0, WHY_LINK, SEC_SYNC, K_LINKS, 0, 0, 0, NULL },
 	{ "Default", CONFIG_RESTART, 0, WHY_LINK, SEC_SYNC, K_LINK_FIELD, LOFF(is_default), L_BOOL, NULL },
 	{ "IPv4_address", CONFIG_RESTART, 0, WHY_LINK, SEC_SYNC, K_LINK_FIELD, LOFF(local), L_ADDR, NULL },

@@ -1283,9 +1283,42 @@ opt_key(struct parser *p, const struct token *kw, const struct option *opt, void
 	return 0;
 }
 
+/* PeerTimeout and PeerSilentWarning: ALARM's defaults differ, unless written (config.c). */
+static int
+opt_peer_timeout(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	((struct config_sync *)obj)->peer_timeout_set = true;
+	return opt_u32(p, kw, opt, obj);
+}
+
+static int
+opt_silent_warning(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	((struct config_sync *)obj)->health.peer_silent_warning_set = true;
+	return opt_u32(p, kw, opt, obj);
+}
+
+/* Sync { Health { ... } }, ctsyncd's own: the thresholds of `-s health`. */
+static const struct option health_options[] = {
+	{ "PeerSilentWarning", opt_silent_warning, S(health.peer_silent_warning), 0, 86400, false },
+	{ "ResendBacklogWarning", opt_u32, S(health.backlog_warning), 0, 86400, false },
+	{ "ResendBacklogCritical", opt_u32, S(health.backlog_critical), 0, 86400, false },
+	{ "RecentErrors", opt_u32, S(health.recent_errors), 1, 86400, false },
+	{ NULL, NULL, 0, 0, 0, false },
+};
+static const struct block block_health = { "Health", health_options };
+
+static int
+opt_health(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return opt_subblock(p, kw, &block_health, obj);
+}
+
 static const struct option sync_options[] = {
 	{ "Mode", opt_mode, 0, 0, 0, false },
 	{ "Key", opt_key, 0, 0, 0, false },
+	{ "PeerTimeout", opt_peer_timeout, S(peer_timeout), 1, 86400, false },
+	{ "Health", opt_health, 0, 0, 0, false },
 	{ "Multicast", opt_link, 0, CONFIG_LINK_MCAST, 0, false },
 	{ "UDP", opt_link, 0, CONFIG_LINK_UDP, 0, false },
 	{ "TCP", opt_link, 0, CONFIG_LINK_TCP, 0, false },

@@ -2,13 +2,16 @@
 # pure protocol helpers, the statistics report renderer and what it shows
 # of the links (`-s link`).
 noinst_HEADERS += include/control/cli.h include/control/client.h include/control/proto.h \
-	include/control/server.h include/control/report.h include/control/link_report.h
+	include/control/server.h include/control/report.h include/control/link_report.h \
+	include/control/health.h include/control/peer_report.h
 libctsyncd_a_SOURCES += \
 	src/control/cli.c \
 	src/control/proto.c \
 	src/control/client.c \
 	src/control/report.c \
-	src/control/link_report.c
+	src/control/link_report.c \
+	src/control/health.c \
+	src/control/peer_report.c
 
 check_PROGRAMS += tests/unit/check_cli tests/unit/check_report tests/unit/check_client
 TESTS += tests/unit/check_cli tests/unit/check_report tests/unit/check_client
@@ -18,6 +21,10 @@ tests_unit_check_report_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_report_LDADD = $(UNIT_LIBS)
 # The allocation-failure tests replace malloc and realloc behind report.c.
 tests_unit_check_report_LDFLAGS = $(AM_LDFLAGS) -Wl,--wrap=malloc -Wl,--wrap=realloc
+check_PROGRAMS += tests/unit/check_health
+TESTS += tests/unit/check_health
+tests_unit_check_health_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_health_LDADD = $(UNIT_LIBS)
 tests_unit_check_client_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_client_LDADD = $(UNIT_LIBS) -lpthread
 

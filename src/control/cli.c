@@ -106,6 +106,7 @@ static const struct cli_word stats_words[] = {
 	{ "queue", CTL_STATS_QUEUE, NULL },
 	{ "ct", CTL_STATS, NULL },
 	{ "expect", CTL_STATS_EXPECT, NULL },
+	{ "health", CTL_STATS_HEALTH, NULL },
 	{ NULL, 0, NULL },
 };
 
@@ -483,6 +484,13 @@ int cli_parse(int argc, char *const argv[], struct cli_options *o)
 		if (o->action != CLI_CLIENT_REQUEST || !ctl_request_is_stats(o->request)) {
 			set_message(o, "'%.*s' is only valid with -s", QUOTE_MAX, st.json_word);
 			return usage_error(o, true, 1);
+		}
+		/* A monitoring plugin's usage error is UNKNOWN (3), like any answer it cannot give. */
+		if (o->request == CTL_STATS_HEALTH) {
+			set_message(o, "'%.*s' does not apply to -s health, which prints one line for "
+				    "monitoring; -s --json has the peers and counters", QUOTE_MAX,
+				    st.json_word);
+			return usage_error(o, false, 3);
 		}
 		o->request |= CTL_FLAG_JSON;
 	}

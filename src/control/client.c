@@ -129,8 +129,27 @@ static int connect_daemon(const char *path, int connect_timeout_ms, char *err, s
 	return fd;
 }
 
-int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
-			  enum ctl_status *status, int timeout_ms, char *err, size_t errlen)
+/* Where the answer goes: a file descriptor, or a buffer. */
+struct sink {
+	int fd;                 /* >= 0: write there */
+	char *buf;              /* else: append here, keeping a NUL */
+	size_t cap, len;
+};
+
+static int sink_put(struct sink *k, const char *data, size_t n)
+{
+	if (k->fd >= 0)
+		return write_all(k->fd, data, n);
+	if (n >= k->cap - k->len)
+		return -EMSGSIZE;
+	memcpy(k->buf + k->len, data, n);
+	k->len += n;
+	k->buf[k->len] = '\0';
+	return 0;
+}
+
+static int request(const char *socket_path, uint32_t code, struct sink *out,
+		   enum ctl_status *status, int timeout_ms, char *err, size_t errlen)
 {
 	struct ctl_status_header hdr;
 	uint32_t wire = code | CTL_FLAG_STATUS;
@@ -221,7 +240,12 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 					socket_path, strerror(-ret));
 			goto out;
 		}
-		ret = write_all(out_fd, buf, (size_t)n);
+		ret = sink_put(out, buf, (size_t)n);
+		if (ret == -EMSGSIZE) {
+			set_err(err, errlen, "the answer of ctsyncd at %s to '%s' is longer than "
+				"the %zu bytes expected", socket_path, name, out->cap - 1);
+			goto out;
+		}
 		if (ret < 0) {
 			set_err(err, errlen, "cannot write the answer to '%s': %s", name,
 				strerror(-ret));
@@ -231,6 +255,29 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 	ret = 0;
 out:
 	close(fd);
+	return ret;
+}
+
+int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
+			  enum ctl_status *status, int timeout_ms, char *err, size_t errlen)
+{
+	struct sink k = { .fd = out_fd };
+
+	return request(socket_path, code, &k, status, timeout_ms, err, errlen);
+}
+
+int ctl_client_request_buf(const char *socket_path, uint32_t code, char *buf, size_t cap,
+			   size_t *len, enum ctl_status *status, int timeout_ms, char *err,
+			   size_t errlen)
+{
+	struct sink k = { .fd = -1, .buf = buf, .cap = cap };
+	int ret;
+
+	if (cap == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	ret = request(socket_path, code, &k, status, timeout_ms, err, errlen);
+	*len = k.len;
 	return ret;
 }
 

@@ -41,6 +41,7 @@ static const char *const request_names[CTL_REQUEST_MAX] = {
 	[CTL_DUMP_INTERNAL_EXP_XML] = "dump internal expect xml",
 	[CTL_DUMP_EXTERNAL_EXP_XML] = "dump external expect xml",
 	[CTL_DUMP_CONFIG] = "dump config",
+	[CTL_STATS_HEALTH] = "stats health",
 };
 
 const char *ctl_request_name(uint32_t code)
@@ -81,6 +82,7 @@ bool ctl_request_is_stats(uint32_t code)
 	case CTL_STATS_PROCESS:
 	case CTL_STATS_QUEUE:
 	case CTL_STATS_EXPECT:
+	case CTL_STATS_HEALTH:
 		return true;
 	default:
 		return false;

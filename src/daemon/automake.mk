@@ -5,6 +5,7 @@ libctsyncd_a_SOURCES += \
 	src/daemon/lockfile.c src/daemon/lockfile.h \
 	src/daemon/notify.c src/daemon/notify.h \
 	src/daemon/replication.c src/daemon/replication.h \
+	src/daemon/health.c src/daemon/health.h \
 	src/daemon/requests.c src/daemon/requests.h \
 	src/daemon/reload.c src/daemon/reload.h \
 	src/daemon/rundir.c src/daemon/rundir.h \

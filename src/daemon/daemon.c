@@ -29,6 +29,7 @@
 #include "loop/log.h"
 #include "loop/loop.h"
 #include "notify.h"
+#include "health.h"
 #include "reload.h"
 #include "replication.h"
 #include "requests.h"
@@ -42,6 +43,7 @@ struct daemon {
 	struct control_server *ctl;
 	struct cache *cache;
 	struct replication *replication;
+	struct health *health;
 	struct lockfile lock;
 	struct loop_timer *watchdog;
 	struct requests_ctx requests;
@@ -248,6 +250,12 @@ static int start_caches(struct daemon *d)
 	if (err < 0)
 		return err;
 	d->requests.replication = d->replication;
+	err = health_start(&d->health, d->cfg, d->loop, d->cache, d->replication);
+	if (err < 0) {
+		log_error("cannot start the health watch: %s", strerror(-err));
+		return err;
+	}
+	d->requests.health = d->health;
 	if (d->ctl)
 		err = requests_register(&d->requests, d->ctl);
 	return err;
@@ -305,6 +313,9 @@ static void stop(struct daemon *d)
 	if (d->cfg->general.systemd)
 		notify_stopping();
 	/* Subsystems first: they answer their waiting clients before the socket closes. */
+	health_stop(d->health);
+	d->health = NULL;
+	d->requests.health = NULL;
 	replication_stop(d->replication);
 	d->replication = NULL;
 	d->requests.replication = NULL;

@@ -15,6 +15,7 @@
 
 #include "control/cli.h"
 #include "control/client.h"
+#include "control/health.h"
 #include "config/config.h"
 #include "config/diff.h"
 #include "daemon.h"
@@ -189,6 +190,39 @@ static int run_client(const struct config *cfg, uint32_t request)
 	return status == CTL_STATUS_OK ? 0 : 1;
 }
 
+/*
+ * -s health, as a monitoring plugin: one line on stdout, and the exit code
+ * its state says; whatever keeps us from an answer is UNKNOWN (3).
+ */
+static int health_unknown(const char *why)
+{
+	printf("CTSYNCD UNKNOWN - %s\n", why);
+	return HEALTH_UNKNOWN;
+}
+
+static int run_health(const struct config *cfg)
+{
+	enum ctl_status status = CTL_STATUS_FAILED;
+	char answer[HEALTH_LINE_MAX + 1], err[512];
+	size_t len = 0;
+	int state;
+
+	if (ctl_client_request_buf(cfg->general.unix_path, CTL_STATS_HEALTH, answer, sizeof(answer),
+				   &len, &status, CTL_CLIENT_TIMEOUT_MS, err, sizeof(err)) < 0)
+		return health_unknown(err);
+	if (status != CTL_STATUS_OK) {
+		/* "not available" and the like: the daemon's one-line reason, without its newline. */
+		answer[strcspn(answer, "\n")] = '\0';
+		return health_unknown(answer[0] ? answer : ctl_status_name(status));
+	}
+	state = health_parse_answer(answer, len);
+	if (state < 0)
+		return health_unknown("the daemon's answer to -s health is not a health line "
+				      "(not ctsyncd, or another version?)");
+	fwrite(answer, 1, len, stdout);
+	return state;
+}
+
 int main(int argc, char *argv[])
 {
 	struct cli_options opts;
@@ -222,6 +256,8 @@ int main(int argc, char *argv[])
 
 	if (config_parse_file(&cfg, opts.config_path, &err, on_config_warning, NULL) < 0) {
 		print_config_error(&err, "");
+		if (opts.action == CLI_CLIENT_REQUEST && opts.request == CTL_STATS_HEALTH)
+			return health_unknown("the configuration cannot be read (the reason is on stderr)");
 		return 1;
 	}
 	switch (opts.action) {
@@ -237,7 +273,10 @@ int main(int argc, char *argv[])
 		rc = 0;
 		break;
 	case CLI_CLIENT_REQUEST:
-		rc = run_client(&cfg, opts.request);
+		if (opts.request == CTL_STATS_HEALTH)
+			rc = run_health(&cfg);
+		else
+			rc = run_client(&cfg, opts.request);
 		break;
 	default:
 		rc = daemon_run(&cfg, opts.daemonize);

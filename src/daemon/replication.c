@@ -12,6 +12,7 @@
 #include "build-config.h"
 #include "replication.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -23,7 +24,9 @@
 #include "cache/cache.h"
 #include "config/config.h"
 #include "config/diff.h"
+#include "control/health.h"
 #include "control/link_report.h"
+#include "control/peer_report.h"
 #include "control/server.h"
 #include "flow/table.h"
 #include "link/link.h"
@@ -66,6 +69,10 @@ struct replication {
 	struct loop_timer *timer;
 	struct peer_addr peers[FTFW_PEERS_MAX];
 	uint64_t unknown_peers;       /* datagrams from more peers than we track */
+	uint64_t started_ms;
+	uint64_t peer_timeout_ms;
+	/* UDP, TCP: the one peer was never heard, and that was logged (check_unheard()) */
+	bool unheard_logged;
 	uint64_t switch_logged_ms;    /* FTFW_PEER_TWO_SPACES: the last warning */
 	uint64_t switches_unlogged;
 	uint64_t datagrams;
@@ -84,13 +91,18 @@ static int peer_id(struct replication *r, const struct sockaddr *src)
 	uint8_t addr[16] = { 0 };
 	int family = src ? src->sa_family : AF_UNSPEC;
 
-	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST)
-		return 0;
-
 	if (family == AF_INET)
 		memcpy(addr, &((const struct sockaddr_in *)src)->sin_addr, 4);
 	else if (family == AF_INET6)
 		memcpy(addr, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST) {
+		/* Its address as last heard, to name it in logs and in -s. */
+		if (family == AF_INET || family == AF_INET6) {
+			r->peers[0] = (struct peer_addr){ .used = true, .family = family };
+			memcpy(r->peers[0].addr, addr, 16);
+		}
+		return 0;
+	}
 	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
 		struct peer_addr *p = &r->peers[i];
 
@@ -181,30 +193,70 @@ static void dead_acked(void *arg, uint32_t handle)
 		cache_forget_dead(r->cache, handle);
 }
 
+/* The peer's address as last heard; UDP, TCP: the configured destination until then. */
+static void peer_name(const struct replication *r, unsigned peer, char *buf, size_t len)
+{
+	const struct peer_addr *p = peer < FTFW_PEERS_MAX ? &r->peers[peer] : NULL;
+	const struct config_link *l = &r->cfg->sync.links[r->cfg->sync.default_link];
+
+	if (p && p->used && inet_ntop(p->family, p->addr, buf, (socklen_t)len))
+		return;
+	if (l->kind != CONFIG_LINK_MCAST && inet_ntop(l->dest.family, &l->dest.u, buf, (socklen_t)len))
+		return;
+	snprintf(buf, len, "#%u", peer);
+}
+
+static unsigned long long secs(uint64_t ms)
+{
+	return (unsigned long long)(ms / 1000u);
+}
+
+/*
+ * Each change of a peer's liveness is logged once, at notice level: down
+ * after PeerTimeout of silence, up again at its next message.  (The
+ * engine's policy for each event is in sync.h; reading its statistics
+ * here changes nothing.)
+ */
 static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 {
-	static const char *const what[] = {
-		[FTFW_PEER_NEW] = "first message from the peer",
-		[FTFW_PEER_RESTARTED] = "the peer restarted (new sequence space)",
-		[FTFW_PEER_LOST] = "the peer went silent",
-		[FTFW_PEER_BACK] = "the peer is back (starting a new sequence space with it)",
-	};
 	struct replication *r = arg;
-	uint64_t now;
+	struct ftfw_peer_stats ps;
+	char name[INET6_ADDRSTRLEN + 8];
+	uint64_t now = loop_now_ms(r->loop);
 
-	if (ev != FTFW_PEER_TWO_SPACES) {
-		log_notice("sync: %s (peer %u)", what[ev], peer);
+	peer_name(r, peer, name, sizeof(name));
+	ftfw_peer_stats(r->engine, peer, &ps);
+	switch (ev) {
+	case FTFW_PEER_NEW:
+		if (r->unheard_logged)
+			log_notice("sync: peer %s is up again after %llu s (its first message since our start)",
+				   name, secs(now - r->started_ms));
+		else
+			log_notice("sync: peer %s is up (its first message)", name);
 		return;
+	case FTFW_PEER_LOST:
+		log_notice("sync: peer %s is down: silent for %llu s", name,
+			   secs(now > ps.last_heard ? now - ps.last_heard : 0));
+		return;
+	case FTFW_PEER_BACK:
+		log_notice("sync: peer %s is up again after %llu s%s", name, secs(ps.silence),
+			   r->cfg->sync.mode == CONFIG_MODE_FTFW ?
+			   " (starting a new sequence space with it)" : "");
+		return;
+	case FTFW_PEER_RESTARTED:
+		log_notice("sync: peer %s restarted (new sequence space)", name);
+		return;
+	case FTFW_PEER_TWO_SPACES:
+		break;
 	}
 	/* A forger keeping its space going switches us at every message: say so once in a while. */
-	now = loop_now_ms(r->loop);
 	r->switches_unlogged++;
 	if (r->switch_logged_ms && now - r->switch_logged_ms < SWITCH_LOG_MS)
 		return;
-	log_warning("sync: peer %u sends in two sequence spaces (%llu switches since the last report): "
+	log_warning("sync: peer %s sends in two sequence spaces (%llu switches since the last report): "
 		    "someone forges its messages, or its previous process's datagrams arrive late; "
 		    "both are taken and its table was asked for (configure a Key to refuse forgeries)",
-		    peer, (unsigned long long)r->switches_unlogged);
+		    name, (unsigned long long)r->switches_unlogged);
 	r->switch_logged_ms = now ? now : 1;
 	r->switches_unlogged = 0;
 }
@@ -307,9 +359,41 @@ static bool alarm_refuses(struct replication *r, struct control_request *req)
 	return true;
 }
 
+/* UDP, TCP: the one peer we expect has not said a word since our start. */
+static bool unheard(struct replication *r)
+{
+	struct ftfw_peer_stats ps;
+
+	if (r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST)
+		return false;
+	ftfw_peer_stats(r->engine, 0, &ps);
+	return !ps.known;
+}
+
+/*
+ * A peer never heard is down once PeerTimeout has passed since our start,
+ * as one that fell silent: logged once (FTFW_PEER_NEW says when it comes).
+ * With multicast we do not know whom to expect.
+ */
+static void check_unheard(struct replication *r, uint64_t now)
+{
+	char name[INET6_ADDRSTRLEN + 8];
+
+	if (r->unheard_logged || now - r->started_ms < r->peer_timeout_ms || !unheard(r))
+		return;
+	r->unheard_logged = true;
+	peer_name(r, 0, name, sizeof(name));
+	log_notice("sync: peer %s is down: not heard since our start %llu s ago", name,
+		   secs(now - r->started_ms));
+}
+
 static void arm_timer(struct replication *r)
 {
 	uint64_t now = loop_now_ms(r->loop), next = ftfw_next_deadline(r->engine);
+
+	if (!r->unheard_logged && r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
+	    r->started_ms + r->peer_timeout_ms < next)
+		next = r->started_ms + r->peer_timeout_ms;
 
 	if (ftfw_send_ready(r->engine) && !link_group_backlog(r->links))
 		next = now;   /* more to send: come back at once */
@@ -326,6 +410,7 @@ static void before_sleep(struct loop *loop, void *arg)
 	uint64_t now = loop_now_ms(loop);
 
 	ftfw_tick(r->engine, now);
+	check_unheard(r, now);
 	if (!link_group_backlog(r->links))
 		ftfw_send(r->engine, now, SEND_BUDGET);
 	link_group_flush(r->links);
@@ -409,12 +494,78 @@ static void report_sync(struct replication *r, struct report *rep)
 	report_end(rep);
 }
 
+unsigned replication_peers(struct replication *r, struct health_peer *out, unsigned max)
+{
+	uint64_t now = loop_now_ms(r->loop), uptime = now - r->started_ms;
+	bool mcast = r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST;
+	struct timespec wall;
+	uint64_t wall_ms;
+	unsigned n = 0;
+
+	clock_gettime(CLOCK_REALTIME, &wall);
+	wall_ms = (uint64_t)wall.tv_sec * 1000u + (uint64_t)wall.tv_nsec / 1000000u;
+	for (unsigned i = 0; i < FTFW_PEERS_MAX && n < max; i++) {
+		struct health_peer *p = &out[n];
+		struct ftfw_peer_stats ps;
+
+		if (mcast ? !r->peers[i].used : i > 0)
+			break;
+		ftfw_peer_stats(r->engine, i, &ps);
+		memset(p, 0, sizeof(*p));
+		peer_name(r, i, p->addr, sizeof(p->addr));
+		p->heard = ps.known;
+		p->messages = ps.msg_recv;
+		p->restarts = ps.restarts;
+		p->downs = ps.downs;
+		p->ups = ps.ups;
+		if (ps.known) {
+			p->state = ps.lost ? HEALTH_PEER_DOWN : HEALTH_PEER_UP;
+			p->silent_ms = now > ps.last_heard ? now - ps.last_heard : 0;
+			p->last_heard_unix_ms = wall_ms > p->silent_ms ? wall_ms - p->silent_ms : 0;
+			p->state_ms = now > ps.state_since ? now - ps.state_since : 0;
+		} else {
+			p->state = uptime >= r->peer_timeout_ms ? HEALTH_PEER_DOWN : HEALTH_PEER_WAITING;
+			p->silent_ms = uptime;
+			p->state_ms = uptime;
+		}
+		/* Down because never heard since our start, then up: a transition each way. */
+		if (!mcast && r->unheard_logged) {
+			p->downs++;
+			if (ps.known)
+				p->ups++;
+		}
+		n++;
+	}
+	return n;
+}
+
+void replication_health(struct replication *r, struct health_facts *f)
+{
+	uint64_t now = loop_now_ms(r->loop);
+
+	f->multicast = r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST;
+	f->ftfw = r->cfg->sync.mode == CONFIG_MODE_FTFW;
+	f->peer_timeout_ms = r->peer_timeout_ms;
+	f->uptime_ms = now - r->started_ms;
+	f->npeers = replication_peers(r, f->peers, HEALTH_PEERS_MAX);
+	f->backlog_ms = ftfw_backlog_ms(r->engine, now);
+}
+
+static void report_peers(struct replication *r, struct report *rep)
+{
+	struct health_peer peers[HEALTH_PEERS_MAX];
+	unsigned n = replication_peers(r, peers, HEALTH_PEERS_MAX);
+
+	control_report_peers(rep, peers, n);
+}
+
 static void report_network(struct replication *r, struct report *rep)
 {
 	struct ftfw_stats st;
 
 	ftfw_stats(r->engine, &st);
 	report_sync(r, rep);
+	report_peers(r, rep);
 	report_begin(rep, "malformed");
 	for (unsigned i = 1; i < WIRE_R_MAX; i++)
 		report_u64(rep, wire_reason_key(i), st.malformed[i]);
@@ -479,6 +630,7 @@ enum control_result replication_answer_stats(struct control_request *req, void *
 void replication_report(struct replication *r, struct report *rep)
 {
 	report_sync(r, rep);
+	report_peers(r, rep);
 	report_queues(r, rep);
 }
 
@@ -489,7 +641,6 @@ void replication_report(struct replication *r, struct report *rep)
  * it, dead entries do not pile up waiting for its ACKs, and when it
  * returns it is brought to exactly our table.
  */
-#define PEER_TIMEOUT_MS 30000u
 
 /* The engine's settings that follow the configuration (at start and on reload). */
 static void engine_config(const struct config *cfg, struct ftfw_config *fc)
@@ -503,7 +654,7 @@ static void engine_config(const struct config *cfg, struct ftfw_config *fc)
 		       (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
 		       (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0);
 	fc->refresh_time_s = cfg->sync.refresh_time;
-	fc->peer_timeout_ms = PEER_TIMEOUT_MS;
+	fc->peer_timeout_ms = (cfg->sync.peer_timeout ? cfg->sync.peer_timeout : CONFIG_DEFAULT_PEER_TIMEOUT) * 1000u;
 }
 
 int replication_reload_keys(struct replication *r, const struct config_sync *s)
@@ -525,6 +676,8 @@ int replication_apply_config(struct replication *r, unsigned apply)
 			log_error("sync: cannot apply the new ResendQueueSize %u: %s; the engine keeps its "
 				  "settings", fc.resend_queue_size, strerror(-err));
 			failed++;
+		} else {
+			r->peer_timeout_ms = fc.peer_timeout_ms;
 		}
 	}
 	if (apply & CONFIG_APPLY_LINKS)
@@ -578,6 +731,13 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	/* ALARM's refresh intervals: the engine's PRNG, seeded here (sync.h). */
 	if (getrandom(&fc.random_seed, sizeof(fc.random_seed), GRND_NONBLOCK) != sizeof(fc.random_seed))
 		fc.random_seed = ((uint64_t)salt << 32) ^ (uint64_t)time(NULL);
+	/*
+	 * A peer silent for PeerTimeout (30 s: 30 missed ALIVEs) is gone:
+	 * nothing waits for it, dead entries do not pile up waiting for its
+	 * ACKs, and when it returns it is brought to exactly our table.
+	 */
+	r->peer_timeout_ms = fc.peer_timeout_ms;
+	r->started_ms = loop_now_ms(loop);
 	err = sealing_start(&r->sealing, &cfg->sync);
 	if (err < 0) {
 		free(r);

@@ -11,6 +11,8 @@
 struct cache;
 struct config;
 struct config_sync;
+struct health_facts;
+struct health_peer;
 struct loop;
 struct replication;
 struct report;
@@ -34,6 +36,15 @@ int replication_apply_config(struct replication *r, unsigned apply);
 /* Read the Key files of `s` again and seal with them (a key roll).  0 or -errno (logged). */
 int replication_reload_keys(struct replication *r, const struct config_sync *s);
 /* The sync sections of -s. */
+/* The sync sections of -s, the peers among them. */
 void replication_report(struct replication *r, struct report *rep);
+/*
+ * The peers now, at most `max` of them (UDP, TCP: the one peer, even
+ * never heard; multicast: every address heard on the group, down ones
+ * too).  Returns how many.
+ */
+unsigned replication_peers(struct replication *r, struct health_peer *out, unsigned max);
+/* What `-s health` needs of the sync side: the peers, the mode, the backlog. */
+void replication_health(struct replication *r, struct health_facts *f);
 
 #endif

@@ -17,6 +17,7 @@
 #include "control/server.h"
 #include "loop/log.h"
 #include "loop/loop.h"
+#include "health.h"
 #include "replication.h"
 #include "control/report.h"
 
@@ -30,7 +31,7 @@ enum need {
 };
 
 /* Who answers a request: the object its handler is given. */
-enum owner { OWNER_DAEMON, OWNER_CACHE, OWNER_SYNC };
+enum owner { OWNER_DAEMON, OWNER_CACHE, OWNER_SYNC, OWNER_HEALTH };
 
 static enum control_result answer_stats(struct control_request *req, void *arg);
 static enum control_result answer_process(struct control_request *req, void *arg);
@@ -85,6 +86,7 @@ static const struct route {
 	{ CTL_STATS_LINK, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
 	{ CTL_STATS_RSQUEUE, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
 	{ CTL_STATS_QUEUE, NEED_SYNC, OWNER_SYNC, replication_answer_stats },
+	{ CTL_STATS_HEALTH, NEED_SYNC, OWNER_HEALTH, health_answer },
 };
 
 const char *requests_role_name(const struct config *cfg)
@@ -314,6 +316,8 @@ static void *route_target(struct requests_ctx *ctx, const struct route *rt)
 		return ctx->cache;
 	case OWNER_SYNC:
 		return ctx->replication;
+	case OWNER_HEALTH:
+		return ctx->health;
 	}
 	return NULL;
 }

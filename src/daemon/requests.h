@@ -12,6 +12,7 @@
 #include <time.h>
 
 struct cache;
+struct health;
 struct replication;
 struct config;
 struct control_server;
@@ -23,6 +24,7 @@ struct requests_ctx {
 	struct control_server *ctl;
 	struct cache *cache;        /* NULL without Sync or Stats */
 	struct replication *replication; /* NULL without Sync */
+	struct health *health;      /* NULL without Sync */
 	uint64_t started_ms;        /* loop clock at start */
 	time_t started_wall;
 };

@@ -17,6 +17,7 @@ static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 		e->acked_sent_max = l->sent;
 	ftfw_q_unlink(e, h, l);
 	e->released = true;
+	e->progress_at = e->now;
 	/* Progress: the peer is there and hears us; the next timeout starts afresh. */
 	e->rto = e->cfg.rto_ms;
 	e->rto_round_at = 0;

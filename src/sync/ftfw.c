@@ -125,6 +125,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	e->seq = initial_seq;
 	e->now = now;
 	e->last_tx = now;
+	e->progress_at = now;
 	e->last_hello_tx = now;
 	e->hello_phase = !e->notrack;
 	e->hello_since = now;
@@ -413,6 +414,7 @@ static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *
 	if (e->notrack) {
 		ftfw_q_unlink(e, h, l);
 		emit_msg(e, e->buf, (size_t)n, hflags, now);
+		e->progress_at = now;
 		/* protocol.md §4: nothing is acknowledged in NOTRACK or ALARM; a DEL is done once sent. */
 		if (eflags & FLOW_ENTRY_DEAD) {
 			e->ops.dead_acked(e->arg, h);
@@ -586,6 +588,8 @@ static void rto_round(struct ftfw *e, uint64_t now)
 void ftfw_tick(struct ftfw *e, uint64_t now)
 {
 	e->now = max_u64(e->now, now);
+	if (ftfw_idle(e))
+		e->progress_at = now;
 	ftfw_rx_tick(e, now);   /* peers lost, ACKs due */
 	ftfw_fast_retransmit(e, now);
 	ftfw_nack_hold_tick(e, now);
@@ -630,6 +634,13 @@ bool ftfw_idle(const struct ftfw *e)
 	       !e->bulk_waiting && e->resync == RESYNC_NONE;
 }
 
+uint64_t ftfw_backlog_ms(const struct ftfw *e, uint64_t now)
+{
+	if (ftfw_idle(e) || now <= e->progress_at)
+		return 0;
+	return now - e->progress_at;
+}
+
 uint32_t ftfw_next_seq(const struct ftfw *e)
 {
 	return e->seq;
@@ -668,6 +679,10 @@ int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats 
 	out->restarts = p->restarts;
 	out->space_switches = p->space_switches;
 	out->last_heard = p->last_heard;
+	out->silence = p->silence;
+	out->downs = p->downs;
+	out->ups = p->ups;
+	out->state_since = p->state_since;
 	return 0;
 }
 

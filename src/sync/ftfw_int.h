@@ -117,6 +117,9 @@ struct ftfw_peer {
 	unsigned rep_head, rep_len;
 	/* counters */
 	uint64_t msg_recv, seq_lost, seq_before, restarts, space_switches;
+	/* liveness: FTFW_PEER_LOST and FTFW_PEER_BACK so far, and `now` of the latest change */
+	uint64_t downs, ups;
+	uint64_t state_since;
 };
 
 struct ftfw {
@@ -131,6 +134,12 @@ struct ftfw {
 	uint32_t seq;                   /* the next sequence number to send */
 	uint64_t now;                   /* the latest `now` seen */
 	uint64_t last_tx;               /* `now` of the last message sent: the ALIVE timer (protocol.md §3.3) */
+	/*
+	 * `now` of the latest progress: an ACK released a message (FTFW), a
+	 * state was sent (NOTRACK, ALARM: nothing waits for an ACK), or
+	 * nothing of ours was outstanding at a tick.  ftfw_backlog_ms().
+	 */
+	uint64_t progress_at;
 
 	/* HELLO (protocol.md §3.6), per peer: see rx.c */
 	bool hello_phase;               /* we say HELLO on every message */

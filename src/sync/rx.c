@@ -111,6 +111,7 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 	e->heard_since_rto = true;
 	if (!p->known) {
 		p->known = true;
+		p->state_since = now;
 		p->window = window_size(e);
 		/*
 		 * 1.4.7 says HELLO until anyone answers.  We say it until every
@@ -153,6 +154,8 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 
 		/* It may have missed messages released while it was not waited for. */
 		p->lost = false;
+		p->ups++;
+		p->state_since = now;
 		ftfw_members_changed(e, e->members | bit);
 		if (e->released)
 			ftfw_soft_restart(e);
@@ -844,6 +847,8 @@ void ftfw_rx_tick(struct ftfw *e, uint64_t now)
 
 		if (timeout && p->known && !p->lost && now >= p->last_heard + timeout) {
 			p->lost = true;
+			p->downs++;
+			p->state_since = now;
 			ftfw_members_changed(e, (uint16_t)(e->members & ~(1u << i)));
 			update_hello_phase(e);
 			event(e, i, FTFW_PEER_LOST);

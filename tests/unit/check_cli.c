@@ -135,9 +135,13 @@ static const struct cli_case cases[] = {
 	REQ(CTL_STATS_QUEUE, "-s", "q"),
 	REQ(CTL_STATS_EXPECT, "-s", "expect"),
 	REQ(CTL_STATS_EXPECT, "-s", "e"),
+	REQ(CTL_STATS_HEALTH, "-s", "health"),
+	REQ(CTL_STATS_HEALTH, "-s", "h"),
+	/* A monitoring plugin's usage error is UNKNOWN. */
+	ERR(3, false, "'--json' does not apply to -s health", "-s", "health", "--json"),
 	{ { "-s", "-C", "/x", NULL }, CLI_CLIENT_REQUEST, CTL_STATS, 0, false, "/x", NOMSG, false },
 	ERR(1, false, "unknown argument 'foo' for -s; expected network, cache, runtime, link, "
-	    "rsqueue, process, queue, ct or expect", "-s", "foo"),
+	    "rsqueue, process, queue, ct, expect or health", "-s", "foo"),
 	ERR(1, false, "unknown argument 'networks' for -s", "-s", "networks"),
 	ERR(1, false, "unknown argument 'x' for -s", "-s", "x"),
 
@@ -374,7 +378,7 @@ START_TEST(usage_lists_every_option_and_word)
 	static const char *const expected[] = {
 		"-d ", "-C <file>", "--check", "-c [ct|expect]", "-f [internal|external]",
 		"-F [ct|expect]", "-i [ct|expect]", "-e [ct|expect]", "-x ", "-k ",
-		"-s [network|cache|runtime|link|rsqueue|process|queue|ct|expect]", "--json",
+		"-s [network|cache|runtime|link|rsqueue|process|queue|ct|expect|health]", "--json",
 		"-R [ct|expect]", "-B ", "-n ", "-t ", "-h, --help", "-v, --version", "--genkey",
 		CONFIG_DEFAULT_PATH,
 	};

@@ -445,6 +445,8 @@ START_TEST(names_every_request_code)
 		{ CTL_STATS_NETWORK | CTL_FLAG_JSON | CTL_FLAG_STATUS, "stats network" },
 		{ CTL_FLUSH_KERNEL_CT, "flush kernel ct" },
 		{ CTL_DUMP_EXTERNAL_EXP_XML, "dump external expect xml" },
+		{ CTL_STATS_HEALTH, "stats health" },
+		{ CTL_DUMP_CONFIG, "dump config" },
 		{ 2, "unknown request" },
 		{ 63, "unknown request" },
 		{ 64, "unknown request" },
@@ -460,8 +462,8 @@ START_TEST(names_every_request_code)
 			      ctl_request_name(names[i].code), names[i].name);
 	for (code = 0; code < CTL_REQUEST_MAX; code++)
 		named += strcmp(ctl_request_name(code), "unknown request") != 0;
-	/* The 34 codes of enum ctl_request below CTL_REQUEST_MAX. */
-	ck_assert_uint_eq(named, 34);
+	/* The 36 codes of enum ctl_request below CTL_REQUEST_MAX. */
+	ck_assert_uint_eq(named, 36);
 }
 END_TEST
 

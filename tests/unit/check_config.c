@@ -251,7 +251,8 @@ srcdir(void)
 #define GENERAL_OPTS "HashSize, HashLimit, LogFile, Syslog, LockFile, UNIX, NetlinkBufferSize, " \
 	"NetlinkBufferSizeMaxGrowth, NetlinkOverrunResync, NetlinkEventsReliable, PollSecs, " \
 	"EventIterationLimit, Nice, Scheduler, Systemd or Filter"
-#define SYNC_OPTS "Mode, Key, Multicast, UDP, TCP, Options, RefreshTime, CacheTimeout, " \
+#define SYNC_OPTS "Mode, Key, PeerTimeout, Health, Multicast, UDP, TCP, Options, RefreshTime, " \
+	"CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
 #define FTFW_OPTS "ResendQueueSize, ACKWindowSize, CommitTimeout, PurgeTimeout, " \
 	"DisableExternalCache, StartupResync or HotStandby"
@@ -787,6 +788,52 @@ START_TEST(hot_standby_parses_and_excludes_disable_external_cache)
 }
 END_TEST
 
+START_TEST(peer_timeout_and_health_thresholds)
+{
+	struct warnings ws = { 0 };
+	struct config cfg;
+	char buf[512];
+	static const char inverted[] = "Sync {\nHealth { ResendBacklogWarning 20 ResendBacklogCritical 5 }\n"
+				       UDP_LINK "}";
+	static const char zero[] = "Sync { PeerTimeout 0 " UDP_LINK "}";
+
+	parse_ok(&cfg, "Sync { Mode FTFW { } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout, 30);
+	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 10);
+	ck_assert_uint_eq(cfg.sync.health.backlog_warning, 10);
+	ck_assert_uint_eq(cfg.sync.health.backlog_critical, 60);
+	ck_assert_uint_eq(cfg.sync.health.recent_errors, 300);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { PeerTimeout 3 Health { PeerSilentWarning 2 ResendBacklogWarning 0 "
+		 "ResendBacklogCritical 7 RecentErrors 60 } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout, 3);
+	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 2);
+	ck_assert_uint_eq(cfg.sync.health.backlog_warning, 0);
+	ck_assert_uint_eq(cfg.sync.health.backlog_critical, 7);
+	ck_assert_uint_eq(cfg.sync.health.recent_errors, 60);
+	assert_round_trip(&cfg, "PeerTimeout and Health");
+	config_free(&cfg);
+	/* ALARM peers send refreshes only: the timeout outlasts RefreshTime, silence alone is no warning. */
+	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 90 } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout, 92);
+	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 0);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 5 } PeerTimeout 4 "
+		 "Health { PeerSilentWarning 3 } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout, 4);
+	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 3);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 5 } " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout, 30);
+	config_free(&cfg);
+	ck_assert_str_eq(parse_error(inverted, strlen(inverted), buf, sizeof(buf)),
+			 "1:0: Health: ResendBacklogWarning (20 s) is above ResendBacklogCritical "
+			 "(5 s); the warning must come first");
+	ck_assert_msg(strstr(parse_error(zero, strlen(zero), buf, sizeof(buf)), "PeerTimeout") != NULL,
+		      "%s", buf);
+}
+END_TEST
+
 START_TEST(key_takes_at_most_two_absolute_paths)
 {
 	struct warnings ws = { 0 };
@@ -1258,7 +1305,8 @@ START_TEST(sample_file_documents_every_option)
 		"IPv4_interface", "IPv6_interface", "Interface", "Group", "Port", "SndSocketBuffer",
 		"RcvSocketBuffer", "Checksum", "ErrorQueueLength", "Options", "TCPWindowTracking",
 		"ExpectationSync", "Stats", "Helper", "Setup", "QueueNum", "QueueLen", "Policy",
-		"ExpectMax", "ExpectTimeout", "persistent", "nack",
+		"ExpectMax", "ExpectTimeout", "persistent", "nack", "PeerTimeout", "Health",
+		"PeerSilentWarning", "ResendBacklogWarning", "ResendBacklogCritical", "RecentErrors",
 	};
 	char path[4096], *text;
 	size_t i, len;
@@ -1343,6 +1391,7 @@ config_suite(void)
 	tcase_add_test(tc, sync_level_timers_apply_to_the_mode);
 	tcase_add_test(tc, disable_external_cache_forces_commit_timeout_zero);
 	tcase_add_test(tc, hot_standby_parses_and_excludes_disable_external_cache);
+	tcase_add_test(tc, peer_timeout_and_health_thresholds);
 	tcase_add_test(tc, key_takes_at_most_two_absolute_paths);
 	tcase_add_test(tc, booleans_ignore_case);
 	tcase_add_test(tc, overrun_resync_takes_on_off_or_seconds);

@@ -2193,6 +2193,130 @@ START_TEST(silent_peer_is_lost_and_bulk_sent_when_back)
 }
 END_TEST
 
+static struct ftfw_peer_stats peer_stats(unsigned peer)
+{
+	struct ftfw_peer_stats ps;
+
+	ck_assert_int_eq(ftfw_peer_stats(H.e, peer, &ps), 0);
+	return ps;
+}
+
+/*
+ * Liveness, with the clock injected: a peer is down exactly PeerTimeout
+ * after its last message, up again at its next one, and each change is
+ * told once, counted, and dated; in every mode, since NOTRACK and ALARM
+ * peers are watched the same way.
+ */
+static void liveness_in_mode(enum ftfw_mode mode)
+{
+	struct ftfw_config c = default_cfg();
+	struct ftfw_peer_stats ps;
+	uint64_t heard;
+	size_t ev;
+
+	c.mode = mode;
+	c.peer_timeout_ms = 3000;
+	c.refresh_time_s = 1;
+	h_setup_cfg(&c, 1000);
+	REQUIRE(!peer_stats(0).known, "a peer never heard is not known");
+	/* ALARM takes flag-less data only, but any message is a sign of life. */
+	feed_data(0, 500, 1, 1);
+	heard = H.now;
+	ps = peer_stats(0);
+	REQUIRE(ps.known && !ps.lost, "known and up after its first message");
+	EXPECT_EQ("up since its first message", heard, ps.state_since);
+	EXPECT_EQ("NEW told", FTFW_PEER_NEW, H.events[H.nevents - 1].ev);
+	h_advance(2999);
+	REQUIRE(!peer_stats(0).lost, "still up 1 ms before PeerTimeout");
+	ev = H.nevents;
+	h_advance(1);
+	ps = peer_stats(0);
+	REQUIRE(ps.lost, "down at PeerTimeout");
+	EXPECT_EQ("LOST told once", ev + 1, H.nevents);
+	EXPECT_EQ("LOST", FTFW_PEER_LOST, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("one down", 1, ps.downs);
+	EXPECT_EQ("down since PeerTimeout", heard + 3000, ps.state_since);
+	h_advance(10000);
+	EXPECT_EQ("no second LOST while silent", ev + 1, H.nevents);
+	feed_data(0, 501, 2, 1);
+	ps = peer_stats(0);
+	REQUIRE(!ps.lost, "up again at its next message");
+	EXPECT_EQ("BACK", FTFW_PEER_BACK, H.events[H.nevents - 1].ev);
+	EXPECT_EQ("one up", 1, ps.ups);
+	EXPECT_EQ("silence before it", 13000, ps.silence);
+	EXPECT_EQ("up since then", H.now, ps.state_since);
+	feed_data(0, 502, 3, 1);
+	EXPECT_EQ("no second BACK", 1, peer_stats(0).ups);
+	h_advance(3000);
+	ps = peer_stats(0);
+	EXPECT_EQ("a second down", 2, ps.downs);
+	EXPECT_EQ("still one up", 1, ps.ups);
+	h_teardown();
+}
+
+START_TEST(liveness_ftfw)
+{
+	liveness_in_mode(FTFW_MODE_FTFW);
+}
+END_TEST
+
+START_TEST(liveness_notrack)
+{
+	liveness_in_mode(FTFW_MODE_NOTRACK);
+}
+END_TEST
+
+START_TEST(liveness_alarm)
+{
+	liveness_in_mode(FTFW_MODE_ALARM);
+}
+END_TEST
+
+/*
+ * The backlog grows while the peer hears us but never acknowledges, and
+ * an ACK that releases our messages ends it; idle, it is 0.
+ */
+START_TEST(backlog_grows_without_acks_and_ends_with_one)
+{
+	h_setup();
+	feed_ctl(WIRE_F_HELLO_BACK | WIRE_F_ALIVE, 100, 0, 0);
+	h_send();                       /* the bulk for a new peer: our table is empty */
+	h_advance(5000);
+	EXPECT_EQ("idle: no backlog", 0, ftfw_backlog_ms(H.e, H.now));
+	for (uint32_t i = 0; i < 5; i++)
+		put_flow(i, i);
+	h_send();
+	for (uint32_t i = 0; i < 7; i++) {
+		h_advance(1000);
+		feed_ctl(WIRE_F_ALIVE, 101 + i, 0, 0);     /* it talks, but never ACKs */
+		h_send();
+	}
+	REQUIRE(stats().rto_rounds > 0, "retransmitted meanwhile");
+	EXPECT_EQ("7 s without an ACK", 7000, ftfw_backlog_ms(H.e, H.now));
+	feed_ctl(WIRE_F_ACK, 108, 1000, ftfw_next_seq(H.e) - 1);
+	REQUIRE(ftfw_idle(H.e), "every message acknowledged: tx %u retx %u rs %u bulk %d wait %d resync %d",
+		stats().txq_len, stats().retxq_len, stats().inflight, stats().bulk_running,
+		stats().bulk_waiting, stats().resync_outstanding);
+	EXPECT_EQ("acknowledged: no backlog", 0, ftfw_backlog_ms(H.e, H.now));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(notrack_backlog_is_what_waits_to_be_sent)
+{
+	struct ftfw_config c = default_cfg();
+
+	c.mode = FTFW_MODE_NOTRACK;
+	h_setup_cfg(&c, 1000);
+	put_flow(1, 1);
+	h_advance(2000);                /* not sent: nobody called ftfw_send() */
+	EXPECT_EQ("2 s waiting", 2000, ftfw_backlog_ms(H.e, H.now));
+	h_send();
+	EXPECT_EQ("sent: no backlog", 0, ftfw_backlog_ms(H.e, H.now));
+	h_teardown();
+}
+END_TEST
+
 /*
  * The only peer is gone: dead flows leave the table without waiting for
  * an ACK that cannot come, changes are not queued, and the peer that
@@ -2908,6 +3032,11 @@ static Suite *ftfw_suite(void)
 	TCase *alarm;
 	TCase *misc = tcase_create("misc");
 
+	tcase_add_test(multi, liveness_ftfw);
+	tcase_add_test(multi, liveness_notrack);
+	tcase_add_test(multi, liveness_alarm);
+	tcase_add_test(misc, backlog_grows_without_acks_and_ends_with_one);
+	tcase_add_test(misc, notrack_backlog_is_what_waits_to_be_sent);
 	tcase_add_test(conf, hello_is_acked_with_hello_back);
 	tcase_add_test(conf, in_order_data_is_acked_after_the_timer);
 	tcase_add_test(conf, gap_is_nacked_at_once_and_its_data_accepted);
