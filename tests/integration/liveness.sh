@@ -64,7 +64,7 @@ kill_and_return() {
 	check "$kind: -s health exits 2" health_is A 2
 	kill -CONT "$b"
 	check "$kind: B resumed: A says it is up" wait_until 5 peer_is A state up
-	check "$kind: -s health is OK again" wait_until 5 health_is A 0
+	check "$kind: -s health is OK again" wait_until 10 health_is A 0
 	check "$kind: A logged two downs and two ups in all" \
 		test "$(logged A 'peer 198.18.1.2 is down')$(logged A 'peer 198.18.1.2 is up again')" = 22
 	check "$kind: -s counts them" test "$(peer A down_transitions)$(peer A up_transitions)" = 22
