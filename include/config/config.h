@@ -41,7 +41,6 @@
 #define CONFIG_DEFAULT_CACHE_TIMEOUT        180u
 #define CONFIG_DEFAULT_ERROR_QUEUE_LEN      128u
 #define CONFIG_DEFAULT_UNIX_BACKLOG         100u
-#define CONFIG_DEFAULT_HELPER_QUEUE_LEN     1024u
 /* ctsyncd's own (ctsyncd.conf(5), Sync { PeerTimeout, Health }), seconds. */
 #define CONFIG_DEFAULT_PEER_TIMEOUT         30u
 #define CONFIG_DEFAULT_PEER_SILENT_WARNING  10u
@@ -63,7 +62,7 @@
 
 /* What the daemon does with this configuration. */
 enum config_role {
-	CONFIG_ROLE_NONE,   /* neither Sync nor Stats: only the control socket (and helpers) */
+	CONFIG_ROLE_NONE,   /* neither Sync nor Stats: only the control socket */
 	CONFIG_ROLE_SYNC,   /* Sync block present */
 	CONFIG_ROLE_STATS,  /* Stats block present */
 };
@@ -224,36 +223,12 @@ struct config_stats {
 	int syslog_facility;                /* -1 = off */
 };
 
-struct config_helper_policy {
-	char name[CONFIG_HELPER_NAME_MAX];
-	uint32_t expect_max;
-	uint32_t expect_timeout;
-};
-
-struct config_helper {
-	char name[CONFIG_HELPER_NAME_MAX];
-	int family;                         /* AF_INET or AF_INET6 */
-	uint8_t l4proto;                    /* IPPROTO_TCP or IPPROTO_UDP */
-	uint32_t queue_num;
-	uint32_t queue_len;
-	unsigned policy_count;
-	struct config_helper_policy *policies; /* owned by the struct config */
-};
-
-struct config_helpers {
-	bool set;                           /* a Helper block was present */
-	bool setup;                         /* Setup on: create kernel cthelpers ourselves */
-	unsigned count;
-	struct config_helper *helpers;      /* owned by the struct config */
-};
-
 struct config {
 	char path[PATH_MAX];                /* the file this came from */
 	enum config_role role;
 	struct config_general general;
 	struct config_sync sync;
 	struct config_stats stats;
-	struct config_helpers helper;
 };
 
 /*

@@ -41,6 +41,63 @@ const struct config_name_value config_protocol_names[] = {
 	{ "ICMPv6", IPPROTO_ICMPV6 },
 	{ "SCTP", IPPROTO_SCTP },
 	{ "UDPLite", IPPROTO_UDPLITE },
+	/*
+	 * The rest of the IANA names a Debian /etc/protocols (netbase) lists,
+	 * for the configs that name them as conntrackd 1.4.7 (which asks
+	 * getprotobyname()) accepts them: known at build time, so that the
+	 * parser reads no file of the system's.
+	 */
+	{ "ip", 0 },
+	{ "hopopt", 0 },
+	{ "ggp", 3 },
+	{ "ipencap", 4 },
+	{ "IP-ENCAP", 4 },
+	{ "st", 5 },
+	{ "egp", 8 },
+	{ "igp", 9 },
+	{ "pup", 12 },
+	{ "hmp", 20 },
+	{ "xns-idp", 22 },
+	{ "rdp", 27 },
+	{ "iso-tp4", 29 },
+	{ "xtp", 36 },
+	{ "ddp", 37 },
+	{ "idpr-cmtp", 38 },
+	{ "ipv6", 41 },
+	{ "ipv6-route", 43 },
+	{ "ipv6-frag", 44 },
+	{ "idrp", 45 },
+	{ "rsvp", 46 },
+	{ "IPSEC-ESP", 50 },
+	{ "IPSEC-AH", 51 },
+	{ "skip", 57 },
+	{ "ipv6-nonxt", 59 },
+	{ "ipv6-opts", 60 },
+	{ "rspf", 73 },
+	{ "CPHB", 73 },
+	{ "vmtp", 81 },
+	{ "eigrp", 88 },
+	{ "ospf", 89 },
+	{ "OSPFIGP", 89 },
+	{ "ax.25", 93 },
+	{ "ipip", 94 },
+	{ "etherip", 97 },
+	{ "encap", 98 },
+	{ "pim", 103 },
+	{ "ipcomp", 108 },
+	{ "vrrp", 112 },
+	{ "l2tp", 115 },
+	{ "isis", 124 },
+	{ "fc", 133 },
+	{ "mobility-header", 135 },
+	{ "mpls-in-ip", 137 },
+	{ "manet", 138 },
+	{ "hip", 139 },
+	{ "shim6", 140 },
+	{ "wesp", 141 },
+	{ "rohc", 142 },
+	{ "ethernet", 143 },
+	{ "mptcp", 262 },
 	{ NULL, 0 },
 };
 
@@ -70,11 +127,6 @@ const struct config_name_value config_syslog_names[] = {
 	{ "local6", LOG_LOCAL6 },
 	{ "local7", LOG_LOCAL7 },
 	{ NULL, 0 },
-};
-
-/* The user-space helpers of conntrack-tools 1.4.7. */
-const char *const config_helper_known[] = {
-	"amanda", "dhcpv6", "ftp", "mdns", "rpc", "sane", "slp", "ssdp", "tftp", "tns", NULL,
 };
 
 const char *
@@ -193,19 +245,12 @@ config_defaults(struct config *cfg)
 void
 config_free(struct config *cfg)
 {
-	unsigned i;
-
 	free(cfg->general.filter.addresses.addrs);
 	cfg->general.filter.addresses.addrs = NULL;
 	cfg->general.filter.addresses.count = 0;
 	free(cfg->sync.expect_helpers);
 	cfg->sync.expect_helpers = NULL;
 	cfg->sync.expect_helper_count = 0;
-	for (i = 0; cfg->helper.helpers && i < cfg->helper.count; i++)
-		free(cfg->helper.helpers[i].policies);
-	free(cfg->helper.helpers);
-	cfg->helper.helpers = NULL;
-	cfg->helper.count = 0;
 }
 
 /* ---- checks across options ---------------------------------------------- */
@@ -640,31 +685,6 @@ print_sync(const struct config_sync *s, FILE *out)
 	fprintf(out, "}\n");
 }
 
-static void
-print_helpers(const struct config_helpers *hs, FILE *out)
-{
-	unsigned i, j;
-
-	fprintf(out, "Helper {\n");
-	fprintf(out, "\tSetup %s\n", onoff(hs->setup));
-	for (i = 0; i < hs->count; i++) {
-		const struct config_helper *h = &hs->helpers[i];
-
-		fprintf(out, "\tType %s %s %s {\n", h->name, h->family == AF_INET ? "inet" : "inet6",
-			h->l4proto == IPPROTO_TCP ? "tcp" : "udp");
-		fprintf(out, "\t\tQueueNum %u\n", h->queue_num);
-		fprintf(out, "\t\tQueueLen %u\n", h->queue_len);
-		for (j = 0; j < h->policy_count; j++) {
-			fprintf(out, "\t\tPolicy %s {\n", h->policies[j].name);
-			fprintf(out, "\t\t\tExpectMax %u\n", h->policies[j].expect_max);
-			fprintf(out, "\t\t\tExpectTimeout %u\n", h->policies[j].expect_timeout);
-			fprintf(out, "\t\t}\n");
-		}
-		fprintf(out, "\t}\n");
-	}
-	fprintf(out, "}\n");
-}
-
 void
 config_print(const struct config *cfg, FILE *out)
 {
@@ -687,6 +707,4 @@ config_print(const struct config *cfg, FILE *out)
 		fprintf(out, "\tSyslog %s\n", syslog_str(cfg->stats.syslog_facility));
 		fprintf(out, "}\n");
 	}
-	if (cfg->helper.set)
-		print_helpers(&cfg->helper, out);
 }

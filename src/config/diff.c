@@ -29,7 +29,6 @@ enum section {
 	SEC_GENERAL,
 	SEC_SYNC,       /* compared when both are Sync daemons */
 	SEC_STATS,      /* compared when both are Stats daemons */
-	SEC_HELPER,
 };
 
 /* How a value is compared, printed and moved. */
@@ -54,7 +53,6 @@ enum kind {
 	K_EXPECT,       /* ExpectationSync */
 	K_LINKS,        /* the link blocks: their kind and number */
 	K_LINK_FIELD,   /* one option of every link block: `offset` inside struct config_link */
-	K_HELPER,       /* the whole Helper block */
 };
 
 /* The kinds of a link option's value (K_LINK_FIELD's `sub`). */
@@ -192,10 +190,6 @@ static const struct config_option_info config_option_table[] = {
 	  SEC_STATS, K_LOGFILE, OFF(stats.logfile), 0, NULL },
 	{ "Stats Syslog", CONFIG_LIVE, CONFIG_APPLY_STATS_LOG, "",
 	  SEC_STATS, K_FACILITY, OFF(stats.syslog_facility), 0, NULL },
-
-	/* ---- Helper ---- */
-	{ "Helper", CONFIG_RESTART, 0, "user-space helpers are not run by ctsyncd; the block is kept "
-	  "as read at start", SEC_HELPER, K_HELPER, 0, 0, 0, NULL },
 };
 
 #define N_OPTIONS (sizeof(config_option_table) / sizeof(config_option_table[0]))
@@ -336,7 +330,7 @@ static void show(const struct config *c, const struct config_option_info *opt, c
 {
 	struct out o = { .buf = buf, .len = len };
 	const struct config_filter *f = &c->general.filter;
-	unsigned i, j;
+	unsigned i;
 
 	buf[0] = '\0';
 	switch (opt->kind) {
@@ -453,44 +447,7 @@ static void show(const struct config *c, const struct config_option_info *opt, c
 			show_link_field(&o, &c->sync.links[i], opt);
 		}
 		break;
-	case K_HELPER:
-		if (!c->helper.set) {
-			put(&o, "none");
-			break;
-		}
-		put(&o, "Setup %s", onoff(c->helper.setup));
-		for (i = 0; i < c->helper.count; i++) {
-			const struct config_helper *h = &c->helper.helpers[i];
-
-			put(&o, "; %s %s %s QueueNum %u QueueLen %u", h->name,
-			    h->family == AF_INET ? "inet" : "inet6", h->l4proto == IPPROTO_TCP ? "tcp" : "udp",
-			    h->queue_num, h->queue_len);
-			for (j = 0; j < h->policy_count; j++)
-				put(&o, " Policy %s %u %u", h->policies[j].name, h->policies[j].expect_max,
-				    h->policies[j].expect_timeout);
-		}
-		break;
 	}
-}
-
-static bool helpers_equal(const struct config_helpers *a, const struct config_helpers *b)
-{
-	if (a->set != b->set || a->setup != b->setup || a->count != b->count)
-		return false;
-	for (unsigned i = 0; i < a->count; i++) {
-		const struct config_helper *x = &a->helpers[i], *y = &b->helpers[i];
-
-		if (strcmp(x->name, y->name) || x->family != y->family || x->l4proto != y->l4proto ||
-		    x->queue_num != y->queue_num || x->queue_len != y->queue_len ||
-		    x->policy_count != y->policy_count)
-			return false;
-		for (unsigned j = 0; j < x->policy_count; j++)
-			if (strcmp(x->policies[j].name, y->policies[j].name) ||
-			    x->policies[j].expect_max != y->policies[j].expect_max ||
-			    x->policies[j].expect_timeout != y->policies[j].expect_timeout)
-				return false;
-	}
-	return true;
 }
 
 static bool equal(const struct config *a, const struct config *b, const struct config_option_info *opt)
@@ -567,8 +524,6 @@ static bool equal(const struct config *a, const struct config *b, const struct c
 			if (!link_field_equal(&a->sync.links[i], &b->sync.links[i], opt))
 				return false;
 		return true;
-	case K_HELPER:
-		return helpers_equal(&a->helper, &b->helper);
 	}
 	return true;
 }
@@ -693,7 +648,6 @@ void config_take(struct config *dst, struct config *src, const struct config_cha
 	case K_EXPECT:
 	case K_LINKS:
 	case K_LINK_FIELD:
-	case K_HELPER:
 		/* Restart-only rows: never live. */
 		break;
 	}

@@ -369,6 +369,8 @@ check_path(struct parser *p, const struct token *kw, const struct token *tok, ch
 /*
  * An address literal, with "/prefix" only where `prefix_ok`.  inet_pton is a
  * pure function of its input, so the parser stays free of system calls.
+ * Returns 0, -1 on an error, or 1 when a prefix too long for the family
+ * leaves the entry out (warned).
  */
 static int
 read_addr(struct parser *p, const struct token *kw, int family, bool prefix_ok,
@@ -405,9 +407,15 @@ read_addr(struct parser *p, const struct token *kw, int family, bool prefix_ok,
 
 		pt.text = slash + 1;
 		pt.len = tok->len - alen - 1;
-		if (!all_digits(&pt, 0) || (v = digits_value(&pt, 0, maxprefix)) > maxprefix)
+		if (!all_digits(&pt, 0))
 			return perr(p, tok, "bad prefix length in %s; expected /0../%u",
 				    token_quote(tok, q, sizeof(q)), maxprefix);
+		/* A number, but too long for the family: 1.4.7 warns and leaves the entry out. */
+		if ((v = digits_value(&pt, 0, maxprefix)) > maxprefix) {
+			pwarn(p, tok, "prefix length of %s is longer than /%u: this entry is left out, as "
+			      "conntrackd 1.4.7 leaves it out", token_quote(tok, q, sizeof(q)), maxprefix);
+			return 1;
+		}
 		out->prefix = (uint8_t)v;
 	}
 	return 0;
@@ -541,7 +549,15 @@ opt_syslog(struct parser *p, const struct token *kw, const struct option *opt, v
 			return 0;
 		}
 	}
-	return bad_value(p, kw, &tok, "on, off, daemon or local0..local7");
+	/* conntrackd 1.4.7 starts with a warning; so do we, and the setting stays as it was. */
+	{
+		char q[TOKEN_QUOTE_MAX];
+
+		pwarn(p, &tok, "%s is not a syslog facility (on, off, daemon, local0..local7): this %.*s "
+		      "line is ignored, as conntrackd 1.4.7 ignores it", token_quote(&tok, q, sizeof(q)),
+		      (int)kw->len, kw->text);
+	}
+	return 0;
 }
 
 /* ---- General ------------------------------------------------------------ */
@@ -733,16 +749,19 @@ read_policy(struct parser *p, const struct token *kw)
 }
 
 /*
- * Upstream lets a later block silently override the policy of an earlier
- * one; a Filter part that both accepts and ignores is a mistake, so say so.
+ * A Filter part has one policy.  conntrackd 1.4.7 lets a later block
+ * silently replace an earlier one's, for the entries of both blocks; we
+ * do the same, so that such a config means the same, and warn, since it
+ * is almost always a mistake.
  */
 static int
 set_policy(struct parser *p, const struct token *kw, bool *set, bool *accept, int policy)
 {
 	if (*set && *accept != (policy == 1))
-		return perr(p, kw, "%.*s %s conflicts with an earlier %.*s %s; one Filter part "
-			    "has one policy", (int)kw->len, kw->text, policy ? "Accept" : "Ignore",
-			    (int)kw->len, kw->text, policy ? "Ignore" : "Accept");
+		pwarn(p, kw, "%.*s %s after an earlier %.*s %s: a Filter part has one policy, and as in "
+		      "conntrackd 1.4.7 the last one applies to the entries of both blocks (all are %s)",
+		      (int)kw->len, kw->text, policy ? "Accept" : "Ignore", (int)kw->len, kw->text,
+		      policy ? "Ignore" : "Accept", policy ? "accepted" : "ignored");
 	*set = true;
 	*accept = policy == 1;
 	return 0;
@@ -804,8 +823,14 @@ filter_address(struct parser *p, const struct token *kw, int family, void *obj)
 	struct config_addr a;
 	struct token tok;
 
-	if (read_addr(p, kw, family, true, &a, &tok) < 0)
+	switch (read_addr(p, kw, family, true, &a, &tok)) {
+	case 0:
+		break;
+	case 1:
+		return 0;       /* left out, with a warning */
+	default:
 		return -1;
+	}
 	mask_addr(&a);
 	if (list_grow(p, &tok, (void **)&fa->addrs, fa->count, sizeof(*fa->addrs), "Address filter") < 0)
 		return -1;
@@ -990,9 +1015,13 @@ opt_mode(struct parser *p, const struct token *kw, const struct option *opt, voi
 
 	if (value_word(p, kw, "FTFW, NOTRACK or ALARM", &tok) < 0)
 		return -1;
-	if (p->marks->mode_line)
-		return perr(p, kw, "a second Mode; Mode was already given at line %u",
-			    p->marks->mode_line);
+	/* conntrackd 1.4.7 takes the last Mode; so do we, with a word about it. */
+	if (p->marks->mode_line) {
+		char q[TOKEN_QUOTE_MAX];
+
+		pwarn(p, kw, "a second Mode (%s): it replaces the Mode of line %u, as in conntrackd 1.4.7; "
+		      "the options of both blocks apply", token_quote(&tok, q, sizeof(q)), p->marks->mode_line);
+	}
 	if (token_is_nocase(&tok, "FTFW")) {
 		s->mode = CONFIG_MODE_FTFW;
 	} else if (token_is_nocase(&tok, "NOTRACK")) {
@@ -1329,7 +1358,7 @@ static const struct option sync_options[] = {
 #undef S
 static const struct block block_sync = { "Sync", sync_options };
 
-/* ---- Stats and Helper --------------------------------------------------- */
+/* ---- Stats ------------------------------------------------------------- */
 
 static const struct option stats_options[] = {
 	{ "LogFile", opt_logfile, FIELD(struct config_stats, logfile), 1, 0, false },
@@ -1338,124 +1367,6 @@ static const struct option stats_options[] = {
 };
 static const struct block block_stats = { "Stats", stats_options };
 
-static int
-opt_policy(struct parser *p, const struct token *kw, const struct option *opt, void *obj);
-
-#define H(member) FIELD(struct config_helper, member)
-static const struct option helper_type_options[] = {
-	{ "QueueNum", opt_u32, H(queue_num), 0, 65535, false },
-	{ "QueueLen", opt_u32, H(queue_len), 1, INT32_MAX, false },
-	{ "Policy", opt_policy, 0, 0, 0, false },
-	{ NULL, NULL, 0, 0, 0, false },
-};
-#undef H
-static const struct block block_helper_type = { "Type", helper_type_options };
-
-#define HP(member) FIELD(struct config_helper_policy, member)
-static const struct option policy_options[] = {
-	{ "ExpectMax", opt_u32, HP(expect_max), 1, UINT32_MAX, false },
-	{ "ExpectTimeout", opt_u32, HP(expect_timeout), 1, UINT32_MAX, false },
-	{ NULL, NULL, 0, 0, 0, false },
-};
-#undef HP
-static const struct block block_policy = { "Policy", policy_options };
-
-static int
-opt_policy(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
-{
-	struct config_helper *h = obj;
-	struct config_helper_policy *pol;
-	char name[CONFIG_HELPER_NAME_MAX];
-	struct token tok;
-	unsigned i;
-
-	if (read_name(p, kw, "policy name", CONFIG_HELPER_NAME_MAX - 1, name, &tok) < 0)
-		return -1;
-	for (i = 0; i < h->policy_count; i++)
-		if (strcmp(h->policies[i].name, name) == 0)
-			return perr(p, &tok, "policy %s is declared twice in helper %s", name, h->name);
-	if (list_grow(p, &tok, (void **)&h->policies, h->policy_count, sizeof(*h->policies),
-		      "Policy list") < 0)
-		return -1;
-	pol = &h->policies[h->policy_count++];
-	memset(pol, 0, sizeof(*pol));
-	memcpy(pol->name, name, sizeof(name));
-	if (expect_lbrace(p, "Policy name") < 0 || parse_block(p, &block_policy, kw, pol) < 0)
-		return -1;
-	if (pol->expect_max == 0 || pol->expect_timeout == 0)
-		return perr(p, kw, "Policy %s needs %s", name,
-			    pol->expect_max == 0 && pol->expect_timeout == 0 ?
-			    "ExpectMax and ExpectTimeout" :
-			    pol->expect_max == 0 ? "ExpectMax" : "ExpectTimeout");
-	return 0;
-}
-
-/* Type name inet|inet6 tcp|udp { ... } */
-static int
-opt_helper_type(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
-{
-	struct config_helpers *hs = obj;
-	struct config_helper *h;
-	char name[CONFIG_HELPER_NAME_MAX];
-	struct token tok, ntok;
-	const char *const *k;
-	int family;
-	uint8_t l4;
-	unsigned i;
-
-	if (read_name(p, kw, "helper name", CONFIG_HELPER_NAME_MAX - 1, name, &ntok) < 0)
-		return -1;
-	for (k = config_helper_known; *k; k++)
-		if (strcmp(*k, name) == 0)
-			break;
-	if (*k == NULL) {
-		char q[TOKEN_QUOTE_MAX];
-
-		return perr(p, &ntok, "unknown helper %s; expected amanda, dhcpv6, ftp, mdns, "
-			    "rpc, sane, slp, ssdp, tftp or tns", token_quote(&ntok, q, sizeof(q)));
-	}
-	if (value_word(p, kw, "inet or inet6", &tok) < 0)
-		return -1;
-	if (token_is(&tok, "inet"))
-		family = AF_INET;
-	else if (token_is(&tok, "inet6"))
-		family = AF_INET6;
-	else
-		return unexpected(p, &tok, "inet or inet6 after the helper name");
-	if (value_word(p, kw, "tcp or udp", &tok) < 0)
-		return -1;
-	if (token_is(&tok, "tcp"))
-		l4 = IPPROTO_TCP;
-	else if (token_is(&tok, "udp"))
-		l4 = IPPROTO_UDP;
-	else
-		return unexpected(p, &tok, "tcp or udp after the address family");
-	for (i = 0; i < hs->count; i++)
-		if (strcmp(hs->helpers[i].name, name) == 0 && hs->helpers[i].family == family &&
-		    hs->helpers[i].l4proto == l4)
-			return perr(p, &ntok, "helper %s %s %s is declared twice", name,
-				    family == AF_INET ? "inet" : "inet6",
-				    l4 == IPPROTO_TCP ? "tcp" : "udp");
-	if (list_grow(p, &ntok, (void **)&hs->helpers, hs->count, sizeof(*hs->helpers),
-		      "Helper") < 0)
-		return -1;
-	h = &hs->helpers[hs->count++];
-	memset(h, 0, sizeof(*h));
-	memcpy(h->name, name, sizeof(name));
-	h->family = family;
-	h->l4proto = l4;
-	h->queue_len = CONFIG_DEFAULT_HELPER_QUEUE_LEN;
-	if (expect_lbrace(p, "Type name inet|inet6 tcp|udp") < 0)
-		return -1;
-	return parse_block(p, &block_helper_type, kw, h);
-}
-
-static const struct option helper_options[] = {
-	{ "Setup", opt_bool, FIELD(struct config_helpers, setup), 0, 0, false },
-	{ "Type", opt_helper_type, 0, 0, 0, false },
-	{ NULL, NULL, 0, 0, 0, false },
-};
-static const struct block block_helper = { "Helper", helper_options };
 
 /* ---- top level ---------------------------------------------------------- */
 
@@ -1481,11 +1392,19 @@ top_stats(struct parser *p, const struct token *kw, const struct option *opt, vo
 	return opt_subblock(p, kw, &block_stats, &p->cfg->stats);
 }
 
+/*
+ * conntrackd's user-space helpers need the kernel's nfnetlink_cthelper and
+ * a reader of each helper's NFQUEUE.  ctsyncd runs none: a Helper block it
+ * took would leave the rules' queued packets unread, and those
+ * connections stalled, so it is refused, naming what is missing.
+ */
 static int
 top_helper(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
 {
-	p->cfg->helper.set = true;
-	return opt_subblock(p, kw, &block_helper, &p->cfg->helper);
+	return perr(p, kw, "Helper: user-space conntrack helpers are not supported by ctsyncd (it runs no "
+		    "NFQUEUE helper and does not use nfnetlink_cthelper), so packets queued for them "
+		    "would have no reader; remove the Helper block and use the kernel's own helpers "
+		    "(nf_conntrack_ftp, ...) with an nftables 'ct helper' rule");
 }
 
 static const struct option top_options[] = {

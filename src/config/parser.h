@@ -55,7 +55,6 @@ struct config_name_value {
 extern const struct config_name_value config_protocol_names[];
 extern const struct config_name_value config_tcp_state_names[];
 extern const struct config_name_value config_syslog_names[];
-extern const char *const config_helper_known[];
 
 /* The canonical name of a value in one of the tables above, or NULL. */
 const char *config_name_of(const struct config_name_value *table, int value);
