@@ -346,16 +346,18 @@ static void on_local_loaded(void *arg, uint32_t handle)
 	ftfw_flow_loaded(r->engine, handle);
 }
 
-/* -n and -B have nothing to do in ALARM (protocol.md §4): the refresh timers send everything. */
+/*
+ * -n and -B have nothing to do in ALARM (protocol.md §4): the refresh
+ * timers send everything.  Done, as conntrackd 1.4.7 answers (exit 0): the
+ * stock primary-backup.sh runs them in every mode and logs an error else.
+ */
 static bool alarm_refuses(struct replication *r, struct control_request *req)
 {
 	if (r->cfg->sync.mode != CONFIG_MODE_ALARM)
 		return false;
-	control_request_printf(req, "ctsyncd: '%s' is not available: Mode ALARM has no bulk send or "
-			       "resynchronisation; every state is sent again within RefreshTime "
-			       "(%u s) plus one second\n", ctl_request_name(control_request_code(req)),
-			       r->cfg->sync.refresh_time);
-	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
+	control_request_printf(req, "ctsyncd: '%s' has nothing to do in Mode ALARM: every state is sent "
+			       "again within RefreshTime (%u s) plus one second\n",
+			       ctl_request_name(control_request_code(req)), r->cfg->sync.refresh_time);
 	return true;
 }
 

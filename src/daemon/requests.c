@@ -132,6 +132,19 @@ static const char *unavailable_reason(const struct config *cfg, enum need need)
 	return "not implemented";
 }
 
+static bool is_expect_dump(uint32_t code)
+{
+	switch (code & CTL_CODE_MASK) {
+	case CTL_DUMP_INTERNAL_EXP:
+	case CTL_DUMP_EXTERNAL_EXP:
+	case CTL_DUMP_INTERNAL_EXP_XML:
+	case CTL_DUMP_EXTERNAL_EXP_XML:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static enum control_result answer_unavailable(struct control_request *req, void *arg)
 {
 	struct requests_ctx *ctx = arg;
@@ -141,6 +154,17 @@ static enum control_result answer_unavailable(struct control_request *req, void 
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (routes[i].code == code)
 			need = routes[i].need;
+	/*
+	 * A sync daemon without ExpectationSync has no expectations to show
+	 * or act on, and says so as conntrackd 1.4.7 does: done (exit 0), the
+	 * dumps empty (scripts read them), the other requests with a note.
+	 */
+	if (need == NEED_EXPECT && ctx->cfg->role == CONFIG_ROLE_SYNC && !ctx->cfg->sync.expectation_sync) {
+		if (!is_expect_dump(code))
+			control_request_printf(req, "ctsyncd: '%s': no expectations, %s\n", ctl_request_name(code),
+					       unavailable_reason(ctx->cfg, need));
+		return CONTROL_DONE;
+	}
 	control_request_printf(req, "ctsyncd: '%s' is not available: %s\n", ctl_request_name(code),
 			       unavailable_reason(ctx->cfg, need));
 	control_request_set_status(req, CTL_STATUS_UNAVAILABLE);
