@@ -9,3 +9,5 @@ tests_package_seccomp_exec_LDADD = $(LIBSECCOMP_LIBS)
 endif
 TESTS += tests/package/hardening.sh
 EXTRA_DIST += tests/package/hardening.sh tests/package/sandbox.sh
+# install.sh needs the .deb (scripts/build-deb.sh): scripts/test-all.sh runs it.
+EXTRA_DIST += tests/package/install.sh
