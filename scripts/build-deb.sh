@@ -9,7 +9,7 @@
 # runs the tests itself).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-out=${1:-$top/build/deb}
+out=$(realpath -m "${1:-$top/build/deb}")
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 ac_version=$(sed -n 's/^AC_INIT(\[ctsyncd\], \[\([^]]*\)\].*/\1/p' "$top/configure.ac")
 if [[ $version != "$ac_version" ]]; then
