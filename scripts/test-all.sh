@@ -69,10 +69,12 @@ dist_holds_the_tree() {
 	local dir missing
 	dir=$(ls -d build/default/ctsyncd-*/ 2>/dev/null | head -n1)
 	[[ -n $dir ]] || { echo "no distdir to compare"; return 1; }
-	missing=$(git ls-files -- src include tests doc examples bench scripts |
+	# Every tracked file but git's own, and every file README.md links to.
+	missing=$({ git ls-files | grep -vxE '\.gitignore|m4/\.keep'
+		grep -oE '\]\([^)#]+' README.md | sed 's/^](//' | grep -v '^[a-z]*://'; } |
 		while read -r f; do [[ -e $dir/$f ]] || echo "$f"; done)
 	[[ -z $missing ]] && return 0
-	echo "tracked files missing from the tarball:"
+	echo "tracked or linked files missing from the tarball:"
 	echo "$missing"
 	return 1
 }
