@@ -16,7 +16,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/scripts/install-deps.sh" || exit 1
 build=$("$top/scripts/build.sh" "$top/build/default" --enable-werror | tail -n1) || exit 1
-export CTSYNCD=$build/ctsyncd
+export CTSYNCD=$build/ctsyncd FO_EXAMPLES=$build/examples/keepalived
 
 # The test library gives the namespaces (named with this run's PID), the
 # topology, and a cleanup that stops what it started and deletes them.

@@ -6,7 +6,11 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
-	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev libsodium-dev check
+	libmnl-dev libsystemd-dev libsodium-dev check
+	# the Debian package and its checks (tests/package/): debhelper, lintian,
+	# systemd-analyze (in systemd) for the unit, libseccomp for the test's
+	# system call filter
+	debhelper lintian systemd libseccomp-dev
 	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes

@@ -2,8 +2,8 @@
 # The whole test suite, from a fresh Debian 12 machine, as root:
 # install what is needed, build with warnings as errors, run `make check`
 # (unit tests, fuzz corpora, integration tests against the real kernel and
-# conntrackd 1.4.7), again built with ASan+UBSan, `make distcheck`, and
-# short libFuzzer runs.  Ends with one line "suite: N passed, N failed".
+# conntrackd 1.4.7), again built with ASan+UBSan, `make distcheck`, short
+# libFuzzer runs, and the Debian package (lintian, install, purge).  Ends with one line "suite: N passed, N failed".
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -69,10 +69,12 @@ dist_holds_the_tree() {
 	local dir missing
 	dir=$(ls -d build/default/ctsyncd-*/ 2>/dev/null | head -n1)
 	[[ -n $dir ]] || { echo "no distdir to compare"; return 1; }
-	missing=$(git ls-files -- src include tests doc examples bench scripts |
+	# Every tracked file but git's own, and every file README.md links to.
+	missing=$({ git ls-files | grep -vxE '\.gitignore|m4/\.keep'
+		grep -oE '\]\([^)#]+' README.md | sed 's/^](//' | grep -v '^[a-z]*://'; } |
 		while read -r f; do [[ -e $dir/$f ]] || echo "$f"; done)
 	[[ -z $missing ]] && return 0
-	echo "tracked files missing from the tarball:"
+	echo "tracked or linked files missing from the tarball:"
 	echo "$missing"
 	return 1
 }
@@ -89,7 +91,30 @@ distcheck() {
 	return 1
 }
 step "make distcheck" distcheck
+# The Debian package (tests/package/install.sh): built from a clean copy of
+# the tree (the suite has run the tests, hence nocheck), lintian-clean
+# (scripts/build-deb.sh), then installed into a throwaway root, its unit's
+# condition, the keepalived hook and the purge checked.  It runs beside the
+# libFuzzer step, whose runs are bounded by time, not by work.
+package() {
+	local t0=$(date +%s) deb rc=0
+	deb=$(DEB_BUILD_OPTIONS=nocheck scripts/build-deb.sh build/deb | tail -n1) &&
+		echo "built $deb in $(($(date +%s) - t0)) s" &&
+		tests/package/install.sh "$deb" || rc=1
+	echo "package step took $(($(date +%s) - t0)) s"
+	return $rc
+}
+package >build/package.out 2>&1 &
+package_pid=$!
 step "libFuzzer runs" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+package_done() {
+	local rc=0
+	wait "$package_pid" || rc=1
+	grep -E '^(FAIL|built|package step|install:)|^[EW]: ' build/package.out
+	((rc)) && tail -n 40 build/package.out
+	return $rc
+}
+step "Debian package (beside the libFuzzer runs)" package_done
 
 echo "suite took $(($(date +%s) - start)) s"
 echo "suite: $passed passed, $failed failed"

@@ -6,6 +6,11 @@ tests_unit_check_loop_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_loop_LDADD = $(UNIT_LIBS)
 tests_unit_check_control_server_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_check_control_server_LDADD = $(UNIT_LIBS)
+# The log sink's stderr format, the journal's priority prefixes included.
+check_PROGRAMS += tests/unit/check_log
+TESTS += tests/unit/check_log
+tests_unit_check_log_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_check_log_LDADD = $(UNIT_LIBS)
 
 # Integration tests: the real daemon (root; they create their own files and namespaces).
 TESTS += tests/integration/lifecycle.sh

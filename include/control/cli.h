@@ -29,7 +29,7 @@
  *  - A word that does not start with '-' and is not a sub-argument is a
  *    usage error with exit status 1 (upstream read its second character
  *    as an option letter, so "stats" meant -t).
- *  - Long options (--help, --version, --json, --check) are ours; an
+ *  - Long options (--help, --version, --json, --check, ...) are ours; an
  *    unknown long option exits 1, so a typo in "--check" cannot pass for
  *    a valid configuration.
  */
@@ -64,6 +64,11 @@ struct cli_options {
 	 */
 	uint32_t request;
 	bool json;                   /* --json was given (and is valid) */
+	/*
+	 * CLI_CHECK_CONFIG only: --check-configured, the systemd unit's
+	 * ExecCondition (a file with nothing to run skips the service).
+	 */
+	bool check_configured;
 	bool show_usage;             /* the caller should print cli_usage(stderr) */
 	int exit_status;             /* for CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR */
 	char message[CLI_MESSAGE_MAX]; /* error or warning, "" if none; quotes the bad word */

@@ -2,7 +2,10 @@
  * loop/log.h - logging in conntrackd's line format:
  *   [Sun Nov 22 06:35:12 2026] (pid=1234) [ERROR] text
  * to stderr (before daemonizing, or in the foreground), to a log file
- * and/or to syslog, as the configuration says.
+ * and/or to syslog, as the configuration says.  When stderr is the
+ * journal (systemd's JOURNAL_STREAM names it), a stderr line is "<N>text",
+ * N the syslog priority, and with syslog on it is left out, since the
+ * syslog copy reaches the journal too.
  */
 #ifndef CTSYNCD_LOG_H
 #define CTSYNCD_LOG_H

@@ -19,6 +19,7 @@ enum opt_kind {
 	OPT_DAEMON,
 	OPT_CONFIG,
 	OPT_CHECK,
+	OPT_CHECK_CONFIGURED,
 	OPT_REQUEST,
 	OPT_XML,
 	OPT_JSON,
@@ -117,6 +118,9 @@ static const struct cli_opt cli_opts[] = {
 	  "configuration file (default " CONFIG_DEFAULT_PATH ")", NULL, WORDS_NONE, 0 },
 	{ '\0', "check", OPT_CHECK, GROUP_DAEMON, NULL,
 	  "check the configuration, print it with every default, exit", NULL, WORDS_NONE, 0 },
+	{ '\0', "check-configured", OPT_CHECK_CONFIGURED, GROUP_DAEMON, NULL,
+	  "exit 0 if there is a Sync or Stats block to run, 1 if none, 255 if invalid",
+	  NULL, WORDS_NONE, 0 },
 
 	{ 'c', NULL, OPT_REQUEST, GROUP_REQUEST, NULL,
 	  "commit the external cache into the kernel (waits until done)",
@@ -389,6 +393,9 @@ static int parse_one(struct cli_options *o, struct parse_state *st, const struct
 		o->daemonize = true;
 		return set_mode(o, st, MODE_DAEMON, word);
 	case OPT_CHECK:
+		return set_mode(o, st, MODE_CHECK, word);
+	case OPT_CHECK_CONFIGURED:
+		o->check_configured = true;
 		return set_mode(o, st, MODE_CHECK, word);
 	case OPT_CONFIG:
 		if (*i + 1 >= argc) {

@@ -181,6 +181,35 @@ static void check_against_daemon(const struct config *file)
 	free(ch);
 }
 
+/*
+ * --check-configured, for the unit's ExecCondition: systemd skips the
+ * service (not failed) on 1..254 and fails it on 255.  So a shipped file
+ * that runs nothing yet is 1, and a broken file stays a loud failure.
+ */
+#define EXIT_NOT_CONFIGURED 1
+#define EXIT_INVALID 255
+
+static int check_configured(const char *path)
+{
+	struct config cfg;
+	struct config_error err;
+	int rc = 0;
+
+	if (config_parse_file(&cfg, path, &err, on_config_warning, NULL) < 0) {
+		print_config_error(&err, "");
+		return EXIT_INVALID;
+	}
+	if (cfg.role == CONFIG_ROLE_NONE) {
+		fprintf(stderr, "ctsyncd: %s has no Sync or Stats block: nothing to run until one is "
+			"configured (see ctsyncd.conf(5))\n", cfg.path);
+		rc = EXIT_NOT_CONFIGURED;
+	} else if (check_keys(&cfg) < 0) {
+		rc = EXIT_INVALID;
+	}
+	config_free(&cfg);
+	return rc;
+}
+
 static int run_client(const struct config *cfg, uint32_t request)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
@@ -253,6 +282,8 @@ int main(int argc, char *argv[])
 	}
 	if (opts.message[0])
 		fprintf(stderr, "ctsyncd: warning: %s\n", opts.message);
+	if (opts.action == CLI_CHECK_CONFIG && opts.check_configured)
+		return check_configured(opts.config_path);
 
 	if (config_parse_file(&cfg, opts.config_path, &err, on_config_warning, NULL) < 0) {
 		print_config_error(&err, "");

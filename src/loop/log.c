@@ -1,5 +1,6 @@
 /*
- * log.c - conntrackd-style log lines to stderr, a file and/or syslog.
+ * log.c - conntrackd-style log lines to stderr, a file and/or syslog; to
+ * the journal's stderr stream, lines with the journal's priority prefix.
  */
 #include "loop/log.h"
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +19,7 @@ static struct {
 	char path[256];
 	bool to_stderr;
 	bool to_syslog;
+	bool stderr_is_journal;
 	bool debug;
 } sink = { .to_stderr = true };
 
@@ -50,12 +53,32 @@ static FILE *open_append(const char *path)
 	return f;
 }
 
+/*
+ * systemd names the stream it connected to stderr in JOURNAL_STREAM
+ * ("device:inode"); a stderr that is another file (redirected by a child's
+ * shell, say) keeps the plain format.
+ */
+static bool stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	int used = 0;
+
+	if (!env || sscanf(env, "%llu:%llu%n", &dev, &ino, &used) != 2 || env[used] != '\0')
+		return false;
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
 int log_open(const char *ident, const char *logfile, int syslog_facility, bool to_stderr)
 {
 	const char *dbg = getenv("CTSYNCD_DEBUG");
 
 	sink.debug = dbg && strcmp(dbg, "0") != 0 && *dbg;
 	sink.to_stderr = to_stderr;
+	sink.stderr_is_journal = stderr_is_journal();
 	if (syslog_facility >= 0) {
 		openlog(ident, LOG_PID, syslog_facility);
 		sink.to_syslog = true;
@@ -104,6 +127,7 @@ void log_close(void)
 		closelog();
 	sink.to_syslog = false;
 	sink.to_stderr = true;
+	sink.stderr_is_journal = false;
 }
 
 void log_vmsg(enum log_level level, const char *fmt, va_list ap)
@@ -118,8 +142,17 @@ void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 	ctime_r(&now, stamp);
 	stamp[strcspn(stamp, "\n")] = '\0';
 
-	if (sink.to_stderr)
+	/*
+	 * The journal stamps each line with the time and pid itself and takes
+	 * "<N>" as its priority.  With syslog on, the syslog copy reaches the
+	 * journal already, with the configured facility, so stderr stays quiet.
+	 */
+	if (sink.to_stderr && sink.stderr_is_journal) {
+		if (!sink.to_syslog)
+			fprintf(stderr, "<%d>%s\n", level_syslog[level], text);
+	} else if (sink.to_stderr) {
 		fprintf(stderr, "[%s] (pid=%d) [%s] %s\n", stamp, (int)getpid(), level_tag[level], text);
+	}
 	if (sink.file)
 		fprintf(sink.file, "[%s] (pid=%d) [%s] %s\n", stamp, (int)getpid(), level_tag[level], text);
 	if (sink.to_syslog)

@@ -17,7 +17,8 @@
 #
 # keepalived runs the hook shipped in examples/keepalived, with a
 # configuration made from the shipped keepalived.conf (only interfaces,
-# addresses, priority, timing and the hook's arguments are changed).
+# addresses, priority, timing and the hook's arguments are changed), both
+# as the build made them from their .in files ($top_builddir).
 
 FO_LAN_VIP=198.18.10.254
 FO_WAN_VIP=198.18.20.254
@@ -25,7 +26,7 @@ FO_CLIENT=198.18.10.10
 FO_SERVER=198.18.20.10
 FO_PORT=5001
 FO_ADVERT=${FO_ADVERT:-0.5}   # VRRP advertisement interval, seconds
-FO_EXAMPLES=${FO_EXAMPLES:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../examples/keepalived" && pwd)}
+FO_EXAMPLES=${FO_EXAMPLES:-${top_builddir:?the build directory}/examples/keepalived}
 FO_FLOWS=${FO_FLOWS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/flows.py}
 
 # fo_setup: the five namespaces and their links; sets NS_CL NS_FW1 NS_FW2 NS_SV NS_SW.

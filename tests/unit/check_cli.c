@@ -214,6 +214,8 @@ static const struct cli_case cases[] = {
 	ERR(1, true, "'-d' cannot be combined with '--check'", "--check", "-d"),
 	ERR(1, true, "'--check' cannot be combined with '-s'", "-s", "--check"),
 	ERR(1, true, "'-c' cannot be combined with '--check'", "--check", "-c"),
+	{ { "--check-configured", "-C", "/x", NULL }, CLI_CHECK_CONFIG, 0, 0, false, "/x", NOMSG, false },
+	ERR(1, true, "'-d' cannot be combined with '--check-configured'", "--check-configured", "-d"),
 };
 
 #define N_CASES ((int)(sizeof(cases) / sizeof(cases[0])))
