@@ -23,7 +23,10 @@ void replication_stop(struct replication *r);
 enum control_result replication_answer_bulk(struct control_request *req, void *arg);
 enum control_result replication_answer_resync(struct control_request *req, void *arg);
 enum control_result replication_answer_stats(struct control_request *req, void *arg);
-/* The sync sections of -s. */
-void replication_report(struct replication *r, struct report *rep);
+/*
+ * The sync sections of -s; with `everything` (-s --prometheus) also those
+ * of -s network: malformed messages by reason, the envelope, the links.
+ */
+void replication_report(struct replication *r, struct report *rep, bool everything);
 
 #endif
