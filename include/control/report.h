@@ -28,6 +28,18 @@
  * labels) or that gives a name another type is left out.  Strings given
  * with report_str() are not metrics; the other untyped calls
  * (report_u64() ...) give `untyped` series.
+ *
+ * A list, e.g. the peers:
+ *	report_begin_array(r, "peers", "peer");
+ *	report_begin_item(r, "peer 198.18.0.2");          text heading
+ *	report_id_str(r, "address", "peer", "198.18.0.2");  label peer="198.18.0.2"
+ *	report_flag(r, "up", true, "1 while the peer is heard.");
+ *	report_time(r, "last_heard", t, "When the peer was last heard.");
+ *	report_end(r);                                      the item
+ *	report_end(r);                                      the array
+ * gives `"peers":[{"address":"198.18.0.2","up":true,"last_heard":"...Z",
+ * "last_heard_unix":...}]` and `ctsyncd_peer_up{peer="198.18.0.2"} 1`.
+ * New keys go into doc/status-json.md (tests/integration/status.sh).
  */
 #ifndef CTSYNCD_REPORT_H
 #define CTSYNCD_REPORT_H

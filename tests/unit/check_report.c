@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "control/link_report.h"
 #include "control/report.h"
@@ -811,6 +812,9 @@ START_TEST(times_are_rfc3339_utc)
 	char buf[32];
 	struct report *r;
 
+	/* UTC whatever the local time zone (a POSIX TZ: no tzdata needed). */
+	setenv("TZ", "CET-1", 1);
+	tzset();
 	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 31536000), "1971-01-01T00:00:00Z");
 	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 1795656015), "2026-11-26T01:20:15Z");
 	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 0), "");
