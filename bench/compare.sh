@@ -492,7 +492,7 @@ net_counters() {
 	fi
 	python3 -c 'import json, sys
 d = json.loads(sys.argv[1])
-links = [v for k, v in d["links"].items() if k.startswith("link_")]
+links = d["links"]
 print(sum(l["bytes_sent"] for l in links), sum(l["packets_sent"] for l in links), d["sync"]["bytes_sent"])
 keep = ("messages_sent", "states_sent", "states_received", "retransmitted", "nack_sent",
         "nack_received", "resync_sent", "resync_received", "hello_resends", "peer_restarts")

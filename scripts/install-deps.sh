@@ -15,6 +15,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
 	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
+	# promtool, to check the metrics of -s --prometheus
+	prometheus
 )
 
 missing=()
@@ -38,7 +40,7 @@ fi
 
 # Debian starts the packaged daemons on install where an init system runs;
 # our tests start their own instances, in their own namespaces.
-for svc in conntrackd keepalived; do
+for svc in conntrackd keepalived prometheus; do
 	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
 		systemctl disable --now "$svc" >/dev/null 2>&1 || true
 	fi

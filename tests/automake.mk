@@ -43,6 +43,9 @@ EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 # Hostile input: an attacker on the sync segment.
 TESTS += tests/integration/strangers.sh tests/integration/limits.sh
+# -s --json and --prometheus against doc/status-json.md, and promtool
+TESTS += tests/integration/status.sh
+EXTRA_DIST += tests/integration/status.sh tests/lib/status_doc.py
 EXTRA_DIST += tests/integration/strangers.sh tests/integration/limits.sh
 # Peer liveness and `-s health` over UDP, TCP and multicast.
 TESTS += tests/integration/liveness.sh

@@ -11,7 +11,9 @@
  *   CTL_FLAG_STATUS  the reply starts with a struct ctl_status_header, so
  *                    the client can tell "done" from "not available" or
  *                    "failed" and exit accordingly;
- *   CTL_FLAG_JSON    statistics requests answer with one JSON object.
+ *   CTL_FLAG_JSON    statistics requests answer with one JSON object;
+ *   CTL_FLAG_PROMETHEUS  statistics requests answer with Prometheus
+ *                    metrics (text exposition format 0.0.4).
  */
 #ifndef CTSYNCD_CONTROL_PROTO_H
 #define CTSYNCD_CONTROL_PROTO_H
@@ -63,6 +65,7 @@ enum ctl_request {
 };
 
 #define CTL_CODE_MASK    0x0000ffffu
+#define CTL_FLAG_PROMETHEUS 0x10000000u
 #define CTL_FLAG_JSON    0x20000000u
 #define CTL_FLAG_STATUS  0x40000000u
 
@@ -91,7 +94,7 @@ const char *ctl_request_name(uint32_t code);
 /* "ok", "failed", "not available", "unknown request", "busy"; "invalid status" otherwise. */
 const char *ctl_status_name(uint32_t status);
 
-/* A statistics request (-s and every -s word): the ones CTL_FLAG_JSON applies to. */
+/* A statistics request (-s and every -s word): the ones CTL_FLAG_JSON and CTL_FLAG_PROMETHEUS apply to. */
 bool ctl_request_is_stats(uint32_t code);
 
 /*

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "control/proto.h"
+#include "control/report.h"
 
 struct loop;
 struct control_server;
@@ -107,6 +108,8 @@ const struct control_server_stats *control_server_stats(const struct control_ser
 /* The request's code without flag bits, and its flags. */
 uint32_t control_request_code(const struct control_request *req);
 bool control_request_wants_json(const struct control_request *req);
+/* The rendering a statistics request asks for: text, JSON or metrics. */
+enum report_format control_request_format(const struct control_request *req);
 
 /* Append to the reply text (buffered until the request finishes, or sent as a stream drains). */
 void control_request_write(struct control_request *req, const void *buf, size_t len);

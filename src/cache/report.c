@@ -139,21 +139,22 @@ static void cache_report_table(struct report *r, const char *name, const struct 
 			       const struct cache_gap *gap)
 {
 	report_begin(r, name);
-	report_u64(r, "active", st->active);
-	report_u64(r, "dead", st->dead);
-	report_u64(r, "max_seen", st->max_seen);
-	report_u64(r, "limit", st->limit);
-	report_u64(r, "inserted", st->inserted);
-	report_u64(r, "updated", st->updated);
-	report_u64(r, "deleted", st->deleted);
-	report_u64(r, "limit_hits", st->enospc);
-	report_u64(r, "no_memory", st->enomem);
-	report_u64(r, "memory_bytes", st->memory);
+	report_gauge(r, "active", st->active, "Live entries.");
+	report_gauge(r, "dead", st->dead, "Entries marked dead, waiting to be reused.");
+	report_gauge(r, "max_seen", st->max_seen, "Most entries (live and dead) at once so far.");
+	report_gauge(r, "limit", st->limit, "Entries the table holds at most (HashLimit); 0: no limit.");
+	report_counter(r, "inserted", st->inserted, "Entries created.");
+	report_counter(r, "updated", st->updated, "Updates of existing entries.");
+	report_counter(r, "deleted", st->deleted, "Entries deleted.");
+	report_counter(r, "limit_hits", st->enospc, "Inserts refused because the table was at its limit.");
+	report_counter(r, "no_memory", st->enomem, "Inserts or updates that failed for lack of memory.");
+	report_gauge(r, "memory_bytes", st->memory, "Memory the table uses.");
 	if (gap) {
 		/* Incomplete: states were refused and their repair has not started yet. */
-		report_bool(r, "complete", !gap->open);
-		report_u64(r, "refused", gap->refused);
-		report_u64(r, "repairs", gap->repairs);
+		report_flag(r, "complete", !gap->open,
+			    "0 while states refused by a limit wait for their repair.");
+		report_counter(r, "refused", gap->refused, "States refused by a limit.");
+		report_counter(r, "repairs", gap->repairs, "Repairs started after states were refused.");
 	}
 	report_end(r);
 }
@@ -176,25 +177,63 @@ static void report_exps(struct cache *c, struct report *r)
 	exp_table_stats(c->x.external, &st);
 	cache_report_table(r, "external_expectations", &st, NULL);
 	report_begin(r, "expectations");
-	report_u64(r, "events_new", c->x.n.events_new);
-	report_u64(r, "events_destroy", c->x.n.events_destroy);
-	report_u64(r, "events_own_write", c->x.n.events_own);
-	report_u64(r, "events_malformed", c->x.n.events_malformed);
-	report_u64(r, "left_out_helper", c->x.n.filtered_helper);
-	report_u64(r, "left_out_no_master", c->x.n.filtered_master);
-	report_u64(r, "remote_new", c->x.n.remote_new);
-	report_u64(r, "remote_deleted", c->x.n.remote_delete);
-	report_u64(r, "remote_deleted_unknown", c->x.n.remote_delete_unknown);
-	report_u64(r, "remote_failed", c->x.n.remote_failed);
-	report_u64(r, "commits", c->x.n.commits);
-	report_u64(r, "committed", c->x.n.committed_ok);
-	report_u64(r, "commit_failed", c->x.n.committed_failed);
-	report_u64(r, "injected", c->x.n.injected);
-	report_u64(r, "write_failed", c->x.n.write_failed);
-	report_u64(r, "kernel_loads", c->x.n.loads);
-	report_u64(r, "vanished_removed", c->x.n.vanished);
+	report_counter(r, "events_new", c->x.n.events_new, "Expectation events NEW from the kernel.");
+	report_counter(r, "events_destroy", c->x.n.events_destroy,
+		       "Expectation events DESTROY from the kernel.");
+	report_counter(r, "events_own_write", c->x.n.events_own,
+		       "Expectation events caused by the daemon's own writes.");
+	report_counter(r, "events_malformed", c->x.n.events_malformed,
+		       "Expectation events the daemon could not read.");
+	report_counter(r, "left_out_helper", c->x.n.filtered_helper,
+		       "Expectations left out: their helper is not in ExpectationSync.");
+	report_counter(r, "left_out_no_master", c->x.n.filtered_master,
+		       "Expectations left out: their master is not in the internal cache.");
+	report_counter(r, "remote_new", c->x.n.remote_new, "New expectations received from the peer.");
+	report_counter(r, "remote_deleted", c->x.n.remote_delete,
+		       "Deletions of expectations received from the peer.");
+	report_counter(r, "remote_deleted_unknown", c->x.n.remote_delete_unknown,
+		       "Deletions received for expectations the external cache does not have.");
+	report_counter(r, "remote_failed", c->x.n.remote_failed,
+		       "Expectations of the peer that could not be stored.");
+	report_counter(r, "commits", c->x.n.commits, "Commits of the external expectations.");
+	report_counter(r, "committed", c->x.n.committed_ok, "Expectations committed into the kernel.");
+	report_counter(r, "commit_failed", c->x.n.committed_failed,
+		       "Expectations the kernel refused during a commit.");
+	report_counter(r, "injected", c->x.n.injected,
+		       "Expectations written into the kernel as they arrived (hot standby).");
+	report_counter(r, "write_failed", c->x.n.write_failed,
+		       "Writes of expectations into the kernel that failed.");
+	report_counter(r, "kernel_loads", c->x.n.loads, "Loads of the kernel's expectation table.");
+	report_counter(r, "vanished_removed", c->x.n.vanished,
+		       "Expectations removed from the internal cache because the kernel no longer had them.");
 	if (c->x.expiry.timer)
-		report_u64(r, "expired", c->x.expiry.expired);
+		report_counter(r, "expired", c->x.expiry.expired,
+			       "External expectations expired (ALARM: the peer stopped refreshing them).");
+	report_end(r);
+}
+
+static void report_polling(struct cache *c, struct report *r)
+{
+	const struct poll_result *p = &c->last_poll;
+	uint64_t now = (uint64_t)time(NULL);
+
+	report_begin(r, "polling");
+	report_label(r, "poll secs");
+	report_gauge(r, "interval_seconds", c->cfg->general.poll_secs,
+		     "Seconds between two polls of the kernel table (PollSecs).");
+	report_counter(r, "polls", c->polls, "Polls of the kernel table done.");
+	report_counter(r, "polls_delayed", c->polls_delayed,
+		       "Polls that started late because the previous one was still running.");
+	report_flag(r, "polling_now", c->dump != NULL && c->load == LOAD_POLL, "1 while a poll runs.");
+	report_time(r, "last_poll", (time_t)p->unix_time, "When the last poll ended.");
+	report_gauge(r, "last_poll_seconds_ago", p->unix_time && now >= p->unix_time ? now - p->unix_time : 0,
+		     "Seconds since the last poll ended; 0 before the first.");
+	report_gauge_double(r, "last_poll_duration_seconds", (double)p->duration_ms / 1000.0, 3,
+			    "How long the last poll took.");
+	report_gauge(r, "last_poll_states", p->states, "States the last poll read.");
+	report_gauge(r, "last_poll_sent_new", p->told_new, "New states the last poll found.");
+	report_gauge(r, "last_poll_sent_updated", p->told_updated, "Changed states the last poll found.");
+	report_gauge(r, "last_poll_vanished", p->vanished, "States the last poll found gone.");
 	report_end(r);
 }
 
@@ -211,71 +250,69 @@ void cache_report(struct cache *c, struct report *r)
 	if (c->events)
 		kernel_events_get_stats(c->events, &ev);
 	report_begin(r, "kernel");
-	report_u64(r, "events_new", c->n.events_new);
-	report_u64(r, "events_update", c->n.events_update);
-	report_u64(r, "events_destroy", c->n.events_destroy);
-	report_u64(r, "events_filtered", c->n.events_filtered);
-	report_u64(r, "events_malformed", ev.malformed);
-	report_u64(r, "overruns", ev.overruns);
-	report_u64(r, "buffer_grown_early", ev.grown_early);
-	report_u64(r, "resyncs", c->n.resyncs);
-	report_u64(r, "vanished_removed", c->n.swept);
-	report_u64(r, "masters_reread", c->n.masters_reread);
-	report_u64(r, "netlink_buffer_bytes", ev.rcvbuf);
-	report_bool(r, "event_socket", c->events != NULL);
-	report_bool(r, "loading", c->dump != NULL);
+	report_counter(r, "events_new", c->n.events_new, "Conntrack events NEW from the kernel.");
+	report_counter(r, "events_update", c->n.events_update, "Conntrack events UPDATE from the kernel.");
+	report_counter(r, "events_destroy", c->n.events_destroy, "Conntrack events DESTROY from the kernel.");
+	report_counter(r, "events_filtered", c->n.events_filtered,
+		       "Conntrack events left out by the filters.");
+	report_counter(r, "events_malformed", ev.malformed, "Kernel messages the daemon could not read.");
+	report_counter(r, "overruns", ev.overruns,
+		       "Event socket overruns (ENOBUFS): events were lost and the table is read again.");
+	report_counter(r, "buffer_grown_early", ev.grown_early,
+		       "Times the event socket's buffer was grown before an overrun.");
+	report_counter(r, "resyncs", c->n.resyncs, "Reads of the whole kernel table after an overrun or -R.");
+	report_counter(r, "vanished_removed", c->n.swept,
+		       "States removed from the internal cache because the kernel no longer had them.");
+	report_counter(r, "masters_reread", c->n.masters_reread,
+		       "Master conntracks read again for an expectation.");
+	report_gauge(r, "netlink_buffer_bytes", ev.rcvbuf, "Receive buffer of the event socket.");
+	report_flag(r, "event_socket", c->events != NULL, "1 if the daemon listens to conntrack events.");
+	report_flag(r, "loading", c->dump != NULL, "1 while the kernel table is being read.");
 	report_end(r);
 	/* What 1.4.7 calls "traffic processed": the counters of the flows destroyed (nf_conntrack_acct). */
 	report_begin(r, "traffic_processed");
-	report_u64(r, "packets", c->n.traffic_packets);
-	report_u64(r, "bytes", c->n.traffic_bytes);
+	report_counter(r, "packets", c->n.traffic_packets, "Packets of the flows destroyed (nf_conntrack_acct).");
+	report_counter(r, "bytes", c->n.traffic_bytes, "Bytes of the flows destroyed (nf_conntrack_acct).");
 	report_end(r);
-	if (c->poll_timer) {
-		const struct poll_result *p = &c->last_poll;
-		uint64_t now = (uint64_t)time(NULL);
-
-		report_begin(r, "polling");
-		report_u64(r, "poll_secs", c->cfg->general.poll_secs);
-		report_u64(r, "polls", c->polls);
-		report_u64(r, "polls_delayed", c->polls_delayed);
-		report_bool(r, "polling_now", c->dump != NULL && c->load == LOAD_POLL);
-		report_u64(r, "last_poll_unix_time", p->unix_time);
-		report_u64(r, "last_poll_seconds_ago", p->unix_time && now >= p->unix_time ? now - p->unix_time : 0);
-		report_u64(r, "last_poll_ms", p->duration_ms);
-		report_u64(r, "last_poll_states", p->states);
-		report_u64(r, "last_poll_sent_new", p->told_new);
-		report_u64(r, "last_poll_sent_updated", p->told_updated);
-		report_u64(r, "last_poll_vanished", p->vanished);
-		report_end(r);
-	}
+	if (c->poll_timer)
+		report_polling(c, r);
 	if (c->cfg->role == CONFIG_ROLE_SYNC) {
 		kernel_writer_get_stats(c->writer, &wr);
 		report_begin(r, "commit");
-		report_u64(r, "commits", c->n.commits);
-		report_u64(r, "created", c->n.committed_ok);
-		report_u64(r, "updated_in_place", c->n.committed_updated);
-		report_u64(r, "failed", c->n.committed_failed);
-		report_bool(r, "running", c->committing);
-		report_u64(r, "kernel_flushes", c->n.purges);
-		report_u64(r, "kernel_flushed_states", c->n.purged);
-		report_bool(r, "purge_scheduled", loop_timer_armed(c->purge_timer));
+		report_counter(r, "commits", c->n.commits, "Commits of the external cache (-c).");
+		report_counter(r, "created", c->n.committed_ok, "States a commit created in the kernel.");
+		report_counter(r, "updated_in_place", c->n.committed_updated,
+			       "States a commit updated because the kernel had them already.");
+		report_counter(r, "failed", c->n.committed_failed, "States the kernel refused during a commit.");
+		report_flag(r, "running", c->committing, "1 while a commit runs.");
+		report_counter(r, "kernel_flushes", c->n.purges, "Flushes of the kernel table (-F, -t).");
+		report_counter(r, "kernel_flushed_states", c->n.purged, "States the kernel flushes deleted.");
+		report_flag(r, "purge_scheduled", loop_timer_armed(c->purge_timer),
+			    "1 while a flush of the kernel table is scheduled (-t).");
 		report_end(r);
 		report_begin(r, "remote_states");
-		report_u64(r, "new", c->n.remote_new);
-		report_u64(r, "updated", c->n.remote_update);
-		report_u64(r, "deleted", c->n.remote_delete);
-		report_u64(r, "deleted_unknown", c->n.remote_delete_unknown);
-		report_u64(r, "failed", c->n.remote_failed);
-		report_u64(r, "stale_swept", c->n.remote_swept);
-		report_bool(r, "sweep_pending", c->sweep_marked);
-		report_u64(r, "injection_failures", c->n.injected_failed);
+		report_counter(r, "new", c->n.remote_new, "New states received from the peer.");
+		report_counter(r, "updated", c->n.remote_update, "State updates received from the peer.");
+		report_counter(r, "deleted", c->n.remote_delete, "State deletions received from the peer.");
+		report_counter(r, "deleted_unknown", c->n.remote_delete_unknown,
+			       "Deletions received for states the external cache does not have.");
+		report_counter(r, "failed", c->n.remote_failed, "States of the peer that could not be stored.");
+		report_counter(r, "stale_swept", c->n.remote_swept,
+			       "States removed after a peer's restart because it no longer has them.");
+		report_flag(r, "sweep_pending", c->sweep_marked,
+			    "1 while stale states wait to be swept after a peer's restart.");
+		report_counter(r, "injection_failures", c->n.injected_failed,
+			       "Writes of received states into the kernel that failed (hot standby).");
 		if (c->cfg->sync.mode == CONFIG_MODE_ALARM)
-			report_u64(r, "expired", c->expiry.expired);
+			report_counter(r, "expired", c->expiry.expired,
+				       "External states expired (ALARM: the peer stopped refreshing them).");
 		report_end(r);
 		report_begin(r, "hot_standby");
-		report_bool(r, "enabled", c->cfg->sync.hot_standby);
-		report_bool(r, "mirroring", c->mirroring);
-		report_u64(r, "written_into_kernel", c->n.injected_ok);
+		report_flag(r, "enabled", c->cfg->sync.hot_standby, "1 if HotStandby is on.");
+		report_flag(r, "mirroring", c->mirroring,
+			    "1 while received states are written into the kernel as they arrive.");
+		report_counter(r, "written_into_kernel", c->n.injected_ok,
+			       "Received states written into the kernel as they arrived.");
 		report_end(r);
 	}
 }
@@ -300,7 +337,7 @@ void cache_health(struct cache *c, struct cache_health *out)
 enum control_result cache_answer_stats(struct control_request *req, void *arg)
 {
 	struct cache *c = arg;
-	struct report *r = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+	struct report *r = report_new(control_request_format(req));
 	const char *text;
 	size_t len;
 

@@ -23,6 +23,7 @@ enum opt_kind {
 	OPT_REQUEST,
 	OPT_XML,
 	OPT_JSON,
+	OPT_PROMETHEUS,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_GENKEY,
@@ -144,6 +145,8 @@ static const struct cli_opt cli_opts[] = {
 	  stats_words, WORDS_STRICT, CTL_STATS },
 	{ '\0', "json", OPT_JSON, GROUP_REQUEST, NULL,
 	  "with -s: statistics as one JSON object", NULL, WORDS_NONE, 0 },
+	{ '\0', "prometheus", OPT_PROMETHEUS, GROUP_REQUEST, NULL,
+	  "with -s: statistics as Prometheus metrics", NULL, WORDS_NONE, 0 },
 	{ 'R', NULL, OPT_REQUEST, GROUP_REQUEST, NULL,
 	  "reload the kernel table into the internal cache",
 	  resync_words, WORDS_LENIENT, CTL_RESYNC_KERNEL_ALL },
@@ -189,6 +192,7 @@ struct parse_state {
 	const struct cli_opt *req_opt;   /* the option that chose the request */
 	uint32_t base_request;           /* the request before -x */
 	const char *json_word;
+	const char *prometheus_word;
 };
 
 static void set_message(struct cli_options *o, const char *fmt, ...)
@@ -419,6 +423,10 @@ static int parse_one(struct cli_options *o, struct parse_state *st, const struct
 		o->json = true;
 		st->json_word = word;
 		return 0;
+	case OPT_PROMETHEUS:
+		o->prometheus = true;
+		st->prometheus_word = word;
+		return 0;
 	case OPT_HELP:
 		o->action = CLI_HELP;
 		o->exit_status = 0;
@@ -500,6 +508,18 @@ int cli_parse(int argc, char *const argv[], struct cli_options *o)
 			return usage_error(o, false, 3);
 		}
 		o->request |= CTL_FLAG_JSON;
+	}
+	if (o->prometheus) {
+		if (o->action != CLI_CLIENT_REQUEST || !ctl_request_is_stats(o->request)) {
+			set_message(o, "'%.*s' is only valid with -s", QUOTE_MAX, st.prometheus_word);
+			return usage_error(o, true, 1);
+		}
+		if (o->json) {
+			set_message(o, "'%.*s' cannot be combined with '%.*s': give one format",
+				    QUOTE_MAX, st.prometheus_word, QUOTE_MAX, st.json_word);
+			return usage_error(o, true, 1);
+		}
+		o->request |= CTL_FLAG_PROMETHEUS;
 	}
 	return 0;
 }

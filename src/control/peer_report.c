@@ -13,42 +13,30 @@ static const char *const peer_state_names[] = {
 	[HEALTH_PEER_DOWN] = "down",
 };
 
-/* RFC 3339 in UTC, to the millisecond: "2024-05-02T09:14:03.250Z". */
-static void rfc3339(char *buf, size_t len, uint64_t unix_ms)
-{
-	time_t t = (time_t)(unix_ms / 1000u);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm)) {
-		snprintf(buf, len, "%s", "");
-		return;
-	}
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(unix_ms % 1000u));
-}
-
 void control_report_peers(struct report *r, const struct health_peer *peers, unsigned n)
 {
-	report_begin(r, "peers");
+	report_begin_array(r, "peers", "peer");
 	for (unsigned i = 0; i < n; i++) {
 		const struct health_peer *p = &peers[i];
-		char name[16], when[96];
+		char heading[sizeof(p->addr) + 8];
 
-		snprintf(name, sizeof(name), "peer_%u", i);
-		report_begin(r, name);
-		report_str(r, "address", p->addr);
-		report_str(r, "state", peer_state_names[p->state]);
-		report_bool(r, "heard", p->heard);
+		snprintf(heading, sizeof(heading), "peer %s", p->addr);
+		report_begin_item(r, heading);
+		report_id_str(r, "address", "peer", p->addr);
+		report_info(r, "state", peer_state_names[p->state]);
+		report_flag(r, "up", p->state == HEALTH_PEER_UP, "1 while the peer is heard within PeerTimeout.");
+		report_flag(r, "heard", p->heard, "1 once the peer has been heard since our start.");
 		if (p->heard) {
-			rfc3339(when, sizeof(when), p->last_heard_unix_ms);
-			report_double(r, "last_heard_seconds_ago", (double)p->silent_ms / 1000.0, 1);
-			report_str(r, "last_heard", when);
+			report_gauge_double(r, "last_heard_seconds_ago", (double)p->silent_ms / 1000.0, 1,
+					    "Seconds since the peer was last heard.");
+			report_time(r, "last_heard", (time_t)(p->last_heard_unix_ms / 1000u),
+				    "When the peer was last heard.");
 		}
-		report_u64(r, "state_seconds", p->state_ms / 1000u);
-		report_u64(r, "down_transitions", p->downs);
-		report_u64(r, "up_transitions", p->ups);
-		report_u64(r, "messages_received", p->messages);
-		report_u64(r, "restarts", p->restarts);
+		report_gauge(r, "state_seconds", p->state_ms / 1000u, "Seconds the peer has been in its state.");
+		report_counter(r, "down_transitions", p->downs, "Times the peer went down (silent for PeerTimeout).");
+		report_counter(r, "up_transitions", p->ups, "Times the peer came back up.");
+		report_counter(r, "messages_received", p->messages, "Sync messages received from the peer.");
+		report_counter(r, "restarts", p->restarts, "Restarts of the peer seen.");
 		report_end(r);
 	}
 	report_end(r);

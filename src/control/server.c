@@ -204,6 +204,15 @@ bool control_request_wants_json(const struct control_request *req)
 	return req->raw_code & CTL_FLAG_JSON;
 }
 
+enum report_format control_request_format(const struct control_request *req)
+{
+	if (req->raw_code & CTL_FLAG_JSON)
+		return REPORT_JSON;
+	if (req->raw_code & CTL_FLAG_PROMETHEUS)
+		return REPORT_PROMETHEUS;
+	return REPORT_TEXT;
+}
+
 void control_request_set_status(struct control_request *req, enum ctl_status status)
 {
 	req->status = status;
@@ -374,7 +383,9 @@ static void request_dispatch(struct control_request *req)
 		if (out_reserve(req, sizeof(struct ctl_status_header)))
 			req->outlen = sizeof(struct ctl_status_header);
 	}
-	if (code < CTL_REQUEST_MAX && !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_STATUS)))
+	if (code < CTL_REQUEST_MAX &&
+	    !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_STATUS)) &&
+	    (flags & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) != (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS))
 		h = &srv->handlers[code];
 
 	req->state = REQ_HANDLING;

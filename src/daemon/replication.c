@@ -460,39 +460,51 @@ static void report_sync(struct replication *r, struct report *rep)
 	for (unsigned i = 0; i < WIRE_R_MAX; i++)
 		malformed += st.malformed[i];
 	report_begin(rep, "sync");
-	report_str(rep, "mode", config_mode_name(r->cfg->sync.mode));
-	report_u64(rep, "messages_sent", st.msg_sent);
-	report_u64(rep, "bytes_sent", st.bytes_sent);
-	report_u64(rep, "messages_received", st.msg_recv);
-	report_u64(rep, "bytes_received", st.bytes_recv);
-	report_u64(rep, "states_sent", st.data_sent);
-	report_u64(rep, "states_received", st.data_recv);
-	report_u64(rep, "retransmitted", st.retransmitted);
-	report_u64(rep, "ack_sent", st.ack_sent);
-	report_u64(rep, "ack_received", st.ack_recv);
-	report_u64(rep, "nack_sent", st.nack_sent);
-	report_u64(rep, "nack_received", st.nack_recv);
-	report_u64(rep, "nack_resends_held", st.nack_held);
-	report_u64(rep, "nack_of_acknowledged", st.nack_acked);
-	report_u64(rep, "resync_sent", st.resync_sent);
-	report_u64(rep, "resync_received", st.resync_recv);
-	report_u64(rep, "bulk_walks", st.bulk_walks);
-	report_u64(rep, "bulk_requests_coalesced", st.bulk_coalesced);
-	report_u64(rep, "retransmission_timeouts", st.rto_rounds);
-	report_u64(rep, "hello_resends", st.hello_resends);
-	report_u64(rep, "hello_gap_resyncs", st.hello_gap_resyncs);
-	report_u64(rep, "sequence_lost", st.seq_lost);
-	report_u64(rep, "sequence_before", st.seq_before);
-	report_u64(rep, "peer_restarts", st.peer_restarts);
-	report_u64(rep, "peer_space_switches", st.space_switches);
-	report_u64(rep, "dels_dropped_peer_gone", st.dels_dropped);
+	report_info(rep, "mode", config_mode_name(r->cfg->sync.mode));
+	report_counter(rep, "messages_sent", st.msg_sent, "Sync messages sent, data and control.");
+	report_counter(rep, "bytes_sent", st.bytes_sent, "Bytes of the sync messages sent.");
+	report_counter(rep, "messages_received", st.msg_recv, "Sync messages received.");
+	report_counter(rep, "bytes_received", st.bytes_recv, "Bytes of the sync messages received.");
+	report_counter(rep, "states_sent", st.data_sent,
+		       "State messages sent, first transmissions and retransmissions.");
+	report_counter(rep, "states_received", st.data_recv, "State messages received and decoded.");
+	report_counter(rep, "retransmitted", st.retransmitted, "State messages sent again.");
+	report_counter(rep, "ack_sent", st.ack_sent, "ACK messages sent.");
+	report_counter(rep, "ack_received", st.ack_recv, "ACK messages received.");
+	report_counter(rep, "nack_sent", st.nack_sent, "NACK messages sent (a gap was seen).");
+	report_counter(rep, "nack_received", st.nack_recv, "NACK messages received.");
+	report_counter(rep, "nack_resends_held", st.nack_held,
+		       "Resends a NACK asked for too soon after the last, held back.");
+	report_counter(rep, "nack_of_acknowledged", st.nack_acked,
+		       "Messages a NACK named that the peer had acknowledged already.");
+	report_counter(rep, "resync_sent", st.resync_sent, "RESYNC requests sent to the peer.");
+	report_counter(rep, "resync_received", st.resync_recv, "RESYNC requests received from the peer.");
+	report_counter(rep, "bulk_walks", st.bulk_walks, "Walks of the internal cache to send it all.");
+	report_counter(rep, "bulk_requests_coalesced", st.bulk_coalesced,
+		       "Requests for a bulk send folded into a walk already due.");
+	report_counter(rep, "retransmission_timeouts", st.rto_rounds,
+		       "Retransmission timeouts that fired.");
+	report_counter(rep, "hello_resends", st.hello_resends,
+		       "Messages sent during the HELLO handshake and sent again once it completed.");
+	report_counter(rep, "hello_gap_resyncs", st.hello_gap_resyncs,
+		       "RESYNC requests sent after a loss during our HELLO.");
+	report_counter(rep, "sequence_lost", st.seq_lost, "Sequence numbers of the peer never received.");
+	report_counter(rep, "sequence_before", st.seq_before,
+		       "Old or duplicate messages of the peer dropped.");
+	report_counter(rep, "peer_restarts", st.peer_restarts, "Restarts of the peer seen.");
+	report_counter(rep, "peer_space_switches", st.space_switches,
+		       "Switches of the peer between two sequence spaces.");
+	report_counter(rep, "dels_dropped_peer_gone", st.dels_dropped,
+		       "Deletions dropped unsent or unacknowledged because every peer was gone.");
 	if (r->cfg->sync.mode == CONFIG_MODE_ALARM) {
-		report_u64(rep, "refreshes", st.refreshes);
-		report_u64(rep, "flagged_ignored", st.flagged_ignored);
+		report_counter(rep, "refreshes", st.refreshes, "ALARM refresh timers that fired.");
+		report_counter(rep, "flagged_ignored", st.flagged_ignored,
+			       "Messages with flags received in ALARM mode, ignored.");
 	}
-	report_u64(rep, "malformed", malformed);
-	report_u64(rep, "datagrams_received", r->datagrams);
-	report_u64(rep, "datagrams_from_untracked_peers", r->unknown_peers);
+	report_counter(rep, "malformed", malformed, "Malformed sync messages dropped, for any reason.");
+	report_counter(rep, "datagrams_received", r->datagrams, "Datagrams received on the sync links.");
+	report_counter(rep, "datagrams_from_untracked_peers", r->unknown_peers,
+		       "Datagrams dropped because their sender is not a peer being tracked.");
 	report_end(rep);
 }
 
@@ -561,18 +573,21 @@ static void report_peers(struct replication *r, struct report *rep)
 	control_report_peers(rep, peers, n);
 }
 
-static void report_network(struct replication *r, struct report *rep)
+/* What -s network shows beyond the sync section: malformed messages by reason, the envelope, the links. */
+static void report_network_details(struct replication *r, struct report *rep)
 {
 	struct ftfw_stats st;
+	char help[160];
 
 	ftfw_stats(r->engine, &st);
-	report_sync(r, rep);
-	report_peers(r, rep);
 	report_begin(rep, "malformed");
-	for (unsigned i = 1; i < WIRE_R_MAX; i++)
-		report_u64(rep, wire_reason_key(i), st.malformed[i]);
+	for (unsigned i = 1; i < WIRE_R_MAX; i++) {
+		snprintf(help, sizeof(help), "Malformed sync messages dropped as %s.", wire_reason_key(i));
+		report_counter(rep, wire_reason_key(i), st.malformed[i], help);
+	}
 	report_end(rep);
 	sealing_report(r->sealing, rep);
+	control_report_link_group(rep, r->links);
 }
 
 static void report_queues(struct replication *r, struct report *rep)
@@ -581,25 +596,30 @@ static void report_queues(struct replication *r, struct report *rep)
 
 	ftfw_stats(r->engine, &st);
 	report_begin(rep, "queues");
-	report_u64(rep, "tx_queue", st.txq_len);
-	report_u64(rep, "retransmission_queue", st.retxq_len);
-	report_u64(rep, "in_flight", st.inflight);
-	report_u64(rep, "in_flight_max", st.inflight_max);
-	report_u64(rep, "in_flight_peak", st.inflight_peak);
-	report_u64(rep, "flow_control_stalls", st.flow_control_stalls);
-	report_bool(rep, "bulk_running", st.bulk_running);
-	report_bool(rep, "bulk_waiting", st.bulk_waiting);
-	report_bool(rep, "resync_outstanding", st.resync_outstanding);
-	report_bool(rep, "idle", ftfw_idle(r->engine));
+	report_gauge(rep, "tx_queue", st.txq_len, "States waiting for their first transmission.");
+	report_gauge(rep, "retransmission_queue", st.retxq_len, "States waiting for a retransmission.");
+	report_gauge(rep, "in_flight", st.inflight, "Messages sent and not acknowledged yet.");
+	report_gauge(rep, "in_flight_max", st.inflight_max,
+		     "Messages in flight at most (ResendQueueSize).");
+	report_gauge(rep, "in_flight_peak", st.inflight_peak, "Most messages in flight at once so far.");
+	report_counter(rep, "flow_control_stalls", st.flow_control_stalls,
+		       "Times sending stopped because the window was full.");
+	report_flag(rep, "bulk_running", st.bulk_running, "1 while a bulk send walks the internal cache.");
+	report_flag(rep, "bulk_waiting", st.bulk_waiting,
+		    "1 while a peer's bulk request waits for the spacing between walks.");
+	report_flag(rep, "resync_outstanding", st.resync_outstanding,
+		    "1 while a RESYNC request of ours waits for the peer's states.");
+	report_flag(rep, "idle", ftfw_idle(r->engine), "1 when nothing waits to be sent or acknowledged.");
 	if (r->cfg->sync.mode == CONFIG_MODE_ALARM)
-		report_u64(rep, "refresh_timers", st.refresh_timers);
+		report_gauge(rep, "refresh_timers", st.refresh_timers,
+			     "States waiting for their ALARM refresh.");
 	report_end(rep);
 }
 
 enum control_result replication_answer_stats(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
-	struct report *rep = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+	struct report *rep = report_new(control_request_format(req));
 	const char *text;
 	size_t len;
 
@@ -610,10 +630,9 @@ enum control_result replication_answer_stats(struct control_request *req, void *
 	}
 	switch (control_request_code(req)) {
 	case CTL_STATS_NETWORK:
-		report_network(r, rep);
-		report_begin(rep, "links");
-		control_report_link_group(rep, r->links);
-		report_end(rep);
+		report_sync(r, rep);
+		report_peers(r, rep);
+		report_network_details(r, rep);
 		break;
 	case CTL_STATS_LINK:
 		control_report_link_group(rep, r->links);
@@ -623,16 +642,22 @@ enum control_result replication_answer_stats(struct control_request *req, void *
 		break;
 	}
 	text = report_finish(rep, &len);
-	if (text)
+	if (text) {
 		control_request_write(req, text, len);
+	} else {
+		control_request_printf(req, "ctsyncd: out of memory while building statistics\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	}
 	report_free(rep);
 	return CONTROL_DONE;
 }
 
-void replication_report(struct replication *r, struct report *rep)
+void replication_report(struct replication *r, struct report *rep, bool everything)
 {
 	report_sync(r, rep);
 	report_peers(r, rep);
+	if (everything)
+		report_network_details(r, rep);
 	report_queues(r, rep);
 }
 

@@ -35,9 +35,12 @@ enum control_result replication_answer_stats(struct control_request *req, void *
 int replication_apply_config(struct replication *r, unsigned apply);
 /* Read the Key files of `s` again and seal with them (a key roll).  0 or -errno (logged). */
 int replication_reload_keys(struct replication *r, const struct config_sync *s);
-/* The sync sections of -s. */
-/* The sync sections of -s, the peers among them. */
-void replication_report(struct replication *r, struct report *rep);
+/*
+ * The sync sections of -s, the peers among them; with `everything`
+ * (-s --prometheus) also those of -s network: malformed messages by
+ * reason, the envelope, the links.
+ */
+void replication_report(struct replication *r, struct report *rep, bool everything);
 /*
  * The peers now, at most `max` of them (UDP, TCP: the one peer, even
  * never heard; multicast: every address heard on the group, down ones

@@ -187,18 +187,14 @@ static void send_report(struct control_request *req, struct report *r)
 static void report_daemon(struct requests_ctx *ctx, struct report *r)
 {
 	uint64_t uptime = (loop_now_ms(ctx->loop) - ctx->started_ms) / 1000u;
-	char since[32];
-	struct tm tm;
 
-	localtime_r(&ctx->started_wall, &tm);
-	strftime(since, sizeof(since), "%Y-%m-%dT%H:%M:%S%z", &tm);
 	report_begin(r, "daemon");
-	report_str(r, "version", PACKAGE_VERSION);
-	report_i64(r, "pid", getpid());
-	report_str(r, "config", ctx->cfg->path);
-	report_str(r, "role", requests_role_name(ctx->cfg));
-	report_str(r, "started", since);
-	report_u64(r, "uptime_seconds", uptime);
+	report_info(r, "version", PACKAGE_VERSION);
+	report_gauge(r, "pid", (uint64_t)getpid(), "Process id of the daemon.");
+	report_info(r, "config", ctx->cfg->path);
+	report_info(r, "role", requests_role_name(ctx->cfg));
+	report_time(r, "started", ctx->started_wall, "When the daemon started.");
+	report_gauge(r, "uptime_seconds", uptime, "Seconds since the daemon started.");
 	report_end(r);
 }
 
@@ -207,23 +203,26 @@ static void report_control(struct requests_ctx *ctx, struct report *r)
 	const struct control_server_stats *s = control_server_stats(ctx->ctl);
 
 	report_begin(r, "control_socket");
-	report_str(r, "path", ctx->cfg->general.unix_path);
-	report_u64(r, "connections", s->connections);
-	report_u64(r, "requests", s->requests);
-	report_u64(r, "unknown_requests", s->unknown);
-	report_u64(r, "bad_requests", s->bad_requests);
-	report_u64(r, "write_errors", s->write_errors);
-	report_u64(r, "refused", s->refused);
-	report_u64(r, "refused_credentials", s->refused_credentials);
-	report_u64(r, "evicted_idle", s->evicted_idle);
-	report_u64(r, "streams", s->streams);
-	report_u64(r, "pending", s->pending);
+	report_info(r, "path", ctx->cfg->general.unix_path);
+	report_counter(r, "connections", s->connections, "Clients accepted on the control socket.");
+	report_counter(r, "requests", s->requests, "Requests read.");
+	report_counter(r, "unknown_requests", s->unknown, "Requests with a code the daemon does not know.");
+	report_counter(r, "bad_requests", s->bad_requests,
+		       "Clients closed or timed out before a whole request code.");
+	report_counter(r, "write_errors", s->write_errors,
+		       "Clients gone or timed out before their whole answer.");
+	report_counter(r, "refused", s->refused, "Clients refused: no place left and no idle connection to close.");
+	report_counter(r, "refused_credentials", s->refused_credentials,
+		       "Clients refused because they may not use the socket.");
+	report_counter(r, "evicted_idle", s->evicted_idle, "Idle connections closed to make room.");
+	report_counter(r, "streams", s->streams, "Dumps streamed.");
+	report_gauge(r, "pending", s->pending, "Requests waiting for their answer (a running commit, say).");
 	report_end(r);
 }
 
 static struct report *new_report(struct control_request *req)
 {
-	struct report *r = report_new(control_request_wants_json(req) ? REPORT_JSON : REPORT_TEXT);
+	struct report *r = report_new(control_request_format(req));
 
 	if (!r) {
 		control_request_printf(req, "ctsyncd: out of memory\n");
@@ -243,8 +242,10 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	report_daemon(ctx, r);
 	if (ctx->cache)
 		cache_report(ctx->cache, r);
+	/* Metrics are scraped from -s alone: they hold everything. */
 	if (ctx->replication)
-		replication_report(ctx->replication, r);
+		replication_report(ctx->replication, r,
+				   control_request_format(req) == REPORT_PROMETHEUS);
 	report_control(ctx, r);
 	send_report(req, r);
 	report_free(r);
@@ -259,9 +260,9 @@ static enum control_result answer_process(struct control_request *req, void *arg
 	if (!r)
 		return CONTROL_DONE;
 	report_begin(r, "process");
-	report_u64(r, "children_running", 0);
-	report_u64(r, "children_started", 0);
-	report_str(r, "note", "ctsyncd serves dumps and flushes from its event loop, without forking");
+	report_gauge(r, "children_running", 0, "Child processes running: ctsyncd never forks, always 0.");
+	report_counter(r, "children_started", 0, "Child processes started: ctsyncd never forks, always 0.");
+	report_text(r, "note", "ctsyncd serves dumps and flushes from its event loop, without forking");
 	report_end(r);
 	send_report(req, r);
 	report_free(r);

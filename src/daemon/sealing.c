@@ -219,30 +219,41 @@ bool sealing_open(struct sealing *sg, unsigned peer, const struct sockaddr *src,
 void sealing_report(const struct sealing *sg, struct report *rep)
 {
 	struct envelope_stats st = { 0 };
-	char sid[17] = "";
+	char sid[17] = "", help[160];
 
 	report_begin(rep, "envelope");
-	report_bool(rep, "keyed", sg != NULL);
+	report_flag(rep, "keyed", sg != NULL, "1 if sync datagrams are sealed with a Key.");
 	if (sg) {
 		envelope_stats(sg->env, &st);
 		snprintf(sid, sizeof(sid), "%016" PRIx64, envelope_sid(sg->env));
-		report_str(rep, "session", sid);
-		report_u64(rep, "keys", sg->nkeys);
-		report_str(rep, "data_cipher", envelope_data_cipher(sg->env));
+		report_info(rep, "session", sid);
+		report_gauge(rep, "keys", sg->nkeys, "Keys loaded from the Key file.");
+		report_info(rep, "data_cipher", envelope_data_cipher(sg->env));
 	}
-	report_u64(rep, "sealed", st.sealed);
-	report_u64(rep, "sealed_aes256gcm", st.sealed_gcm);
-	report_u64(rep, "delivered_aes256gcm", st.opened_gcm);
-	report_u64(rep, "delivered", st.opened[ENVELOPE_DELIVER]);
-	report_u64(rep, "handshake_received", st.opened[ENVELOPE_CONTROL]);
-	for (int r = ENVELOPE_CONTROL + 1; r < ENVELOPE_R_MAX; r++)
-		report_u64(rep, envelope_reason_key((enum envelope_reason)r), st.opened[r]);
-	report_u64(rep, "challenges_sent", st.challenges_sent);
-	report_u64(rep, "challenges_rate_limited", st.challenges_rate_limited);
-	report_u64(rep, "challenges_for_others", st.challenges_for_others);
-	report_u64(rep, "responses_sent", st.responses_sent);
-	report_u64(rep, "responses_rate_limited", st.responses_rate_limited);
-	report_u64(rep, "sessions_accepted", st.sessions_accepted);
-	report_u64(rep, "handshake_send_failures", sg ? sg->send_failures : 0);
+	report_counter(rep, "sealed", st.sealed, "Datagrams sealed and sent.");
+	report_counter(rep, "sealed_aes256gcm", st.sealed_gcm,
+		       "Datagrams of them sealed with AES-256-GCM (every peer can open it).");
+	report_counter(rep, "delivered_aes256gcm", st.opened_gcm,
+		       "Datagrams of the delivered ones that were sealed with AES-256-GCM.");
+	report_counter(rep, "delivered", st.opened[ENVELOPE_DELIVER],
+		       "Datagrams opened and delivered: authentic and fresh, of the peer's proven session.");
+	report_counter(rep, "handshake_received", st.opened[ENVELOPE_CONTROL],
+		       "Challenges and responses of the handshake received.");
+	for (int r = ENVELOPE_CONTROL + 1; r < ENVELOPE_R_MAX; r++) {
+		snprintf(help, sizeof(help), "Datagrams refused: %s.",
+			 envelope_reason_name((enum envelope_reason)r));
+		report_counter(rep, envelope_reason_key((enum envelope_reason)r), st.opened[r], help);
+	}
+	report_counter(rep, "challenges_sent", st.challenges_sent, "Challenges sent to prove a session.");
+	report_counter(rep, "challenges_rate_limited", st.challenges_rate_limited,
+		       "Challenges due but not sent: their rate limit was reached.");
+	report_counter(rep, "challenges_for_others", st.challenges_for_others,
+		       "Authentic challenges received for another session than ours.");
+	report_counter(rep, "responses_sent", st.responses_sent, "Responses sent to the peer's challenges.");
+	report_counter(rep, "responses_rate_limited", st.responses_rate_limited,
+		       "Responses due but not sent: their rate limit was reached.");
+	report_counter(rep, "sessions_accepted", st.sessions_accepted, "Sessions of the peer proven.");
+	report_counter(rep, "handshake_send_failures", sg ? sg->send_failures : 0,
+		       "Challenges and responses that could not be sent.");
 	report_end(rep);
 }

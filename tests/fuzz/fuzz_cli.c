@@ -4,7 +4,8 @@
  * The input is split on NUL bytes into argv[1..] (argv[0] is "ctsyncd").
  * Whatever the words, cli_parse() must return a consistent result: an
  * error carries a message and exit status 0 or 1, a request is a known
- * code, and --json only ever rides on a statistics request.
+ * code, and --json or --prometheus (never both) only ever rides on a
+ * statistics request.
  */
 #include <errno.h>
 #include <limits.h>
@@ -56,11 +57,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case CLI_CLIENT_REQUEST:
 		if (ret != 0)
 			abort();
-		if ((o.request & ~CTL_FLAG_JSON) >= CTL_REQUEST_MAX)
+		if ((o.request & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) >= CTL_REQUEST_MAX)
 			abort();
 		if (strcmp(ctl_request_name(o.request), "unknown request") == 0)
 			abort();
-		if ((o.request & CTL_FLAG_JSON) && !ctl_request_is_stats(o.request))
+		if ((o.request & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) && !ctl_request_is_stats(o.request))
+			abort();
+		if ((o.request & CTL_FLAG_JSON) && (o.request & CTL_FLAG_PROMETHEUS))
 			abort();
 		break;
 	case CLI_HELP:

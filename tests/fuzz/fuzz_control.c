@@ -85,7 +85,7 @@ static int connect_server(void)
 static void one_request(const uint8_t *req, size_t len)
 {
 	int fd = connect_server();
-	char buf[4096];
+	char buf[4096], sink[4096];
 	size_t got = 0;
 	uint32_t code = 0;
 
@@ -105,8 +105,9 @@ static void one_request(const uint8_t *req, size_t len)
 	}
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	for (int i = 0; i < 200; i++) {
-		ssize_t n = recv(fd, buf + (got < sizeof(buf) ? got : 0),
-				 got < sizeof(buf) ? sizeof(buf) - got : sizeof(buf), 0);
+		/* The first 4 KiB are kept (the status header is checked); the rest is read and dropped. */
+		ssize_t n = got < sizeof(buf) ? recv(fd, buf + got, sizeof(buf) - got, 0)
+					      : recv(fd, sink, sizeof(sink), 0);
 
 		if (n == 0)
 			break;

@@ -120,7 +120,7 @@ print(" ".join("%s+%d" % (k, new[k] - old[k]) for k in sys.argv[2].split() if ne
 ' "$WORK/snap.json" "$REFUSALS"
 }
 strangers() {
-	ctl B -s link --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["link_0"]["strangers_dropped"])'
+	ctl B -s link --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["strangers_dropped"])'
 }
 # at_least N COMMAND...: COMMAND prints at least N (for wait_until: run anew each time).
 at_least() { local n=$1; shift; (($("$@") >= n)); }

@@ -19,7 +19,7 @@ health_rc() { ctl "$1" -s health >/dev/null 2>&1; echo $?; }
 health_is() { [[ $(health_rc "$1") == "$2" ]]; }
 # peer SIDE KEY [INDEX]: a key of a peer in SIDE's `-s --json`.
 peer() {
-	ctl "$1" -s --json | python3 -c "import json,sys; print(json.load(sys.stdin)['peers']['peer_${3:-0}']['$2'])"
+	ctl "$1" -s --json | python3 -c "import json,sys; print(json.load(sys.stdin)['peers'][${3:-0}]['$2'])"
 }
 peer_is() { [[ $(peer "$1" "$2" "${4:-0}") == "$3" ]]; }
 logged() { grep -c -- "$2" "$WORK/$1.log"; }

@@ -67,7 +67,7 @@ events=$(jget '["kernel"]["events_new"] + d["kernel"]["events_update"] + d["kern
 check "A received no event ($events)" test "$events" -eq 0
 polls=$(jget '["polling"]["polls"]' <<<"$j")
 check "A counts its polls ($polls)" test "$polls" -ge 3
-check "and shows when the last one ended" test "$(jget '["polling"]["last_poll_unix_time"]' <<<"$j")" -gt 0
+check "and shows when the last one ended" test "$(jget '["polling"]["last_poll_unix"]' <<<"$j")" -gt 0
 log "last poll: $(jget '["polling"]' <<<"$j")"
 out=$(ctl A -s)
 check "-s as text shows the polling section" contains "$out" 'last poll states'

@@ -84,7 +84,7 @@ sync_json() { # sync_json SIDE KEY
 	ctl "$1" -s --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["sync"][sys.argv[1]])' "$2"
 }
 strangers() {
-	link_json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["link_0"]["strangers_dropped"])'
+	link_json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["links"][0]["strangers_dropped"])'
 }
 # strangers_at_least SIDE N: for wait_until, which must read the counter anew each time.
 strangers_at_least() { (( $(strangers "$1") >= $2 )); }

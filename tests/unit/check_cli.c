@@ -16,6 +16,7 @@
 #define DEF CONFIG_DEFAULT_PATH
 #define NOMSG NULL
 #define J(code) ((code) | CTL_FLAG_JSON)
+#define P(code) ((code) | CTL_FLAG_PROMETHEUS)
 
 struct cli_case {
 	const char *args[MAX_ARGS];     /* after argv[0]; NULL-terminated */
@@ -161,6 +162,18 @@ static const struct cli_case cases[] = {
 	ERR(1, true, "'--json' is only valid with -s", "--json"),
 	ERR(1, true, "'--json' is only valid with -s", "-d", "--json"),
 	ERR(1, true, "'--json' is only valid with -s", "--check", "--json"),
+	/* --prometheus */
+	REQ(P(CTL_STATS), "-s", "--prometheus"),
+	REQ(P(CTL_STATS_LINK), "--prometheus", "-s", "link"),
+	REQ(P(CTL_STATS_NETWORK), "-s", "network", "--prometheus", "--prometheus"),
+	ERR(1, true, "'--prometheus' is only valid with -s", "-k", "--prometheus"),
+	ERR(1, true, "'--prometheus' is only valid with -s", "--prometheus"),
+	ERR(1, true, "'--prometheus' is only valid with -s", "-i", "--prometheus"),
+	ERR(1, true, "'--prometheus' cannot be combined with '--json': give one format",
+	    "-s", "--json", "--prometheus"),
+	ERR(1, true, "'--prometheus' cannot be combined with '--json': give one format",
+	    "--prometheus", "-s", "cache", "--json"),
+	ERR(1, true, "unknown option '--prom'", "-s", "--prom"),
 
 	/* One mode, one request. */
 	ERR(1, true, "'-k' cannot be combined with '-s'", "-s", "-k"),
@@ -381,6 +394,7 @@ START_TEST(usage_lists_every_option_and_word)
 		"-d ", "-C <file>", "--check", "-c [ct|expect]", "-f [internal|external]",
 		"-F [ct|expect]", "-i [ct|expect]", "-e [ct|expect]", "-x ", "-k ",
 		"-s [network|cache|runtime|link|rsqueue|process|queue|ct|expect|health]", "--json",
+		"--prometheus",
 		"-R [ct|expect]", "-B ", "-n ", "-t ", "-h, --help", "-v, --version", "--genkey",
 		CONFIG_DEFAULT_PATH,
 	};
@@ -411,7 +425,8 @@ START_TEST(every_usage_option_parses)
 		if (strncmp(line, "  -", 3) != 0)
 			continue;
 		sscanf(line + 2, "%31[^ ,]", opt);
-		if (strcmp(opt, "--json") == 0 || strcmp(opt, "-x") == 0) {
+		if (strcmp(opt, "--json") == 0 || strcmp(opt, "--prometheus") == 0 ||
+		    strcmp(opt, "-x") == 0) {
 			/* Modifiers: valid only after their request. */
 			argv[1] = strcmp(opt, "-x") == 0 ? "-i" : "-s";
 			argv[2] = opt;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "control/link_report.h"
 #include "control/report.h"
@@ -398,7 +399,7 @@ START_TEST(json_exact_nested_objects)
 
 	fill_stats(r);
 	assert_output(r,
-		"{\"cache_internal\":{\"current_active_connections\":4,\"created\":12,"
+		"{\"schema_version\":1,\"cache_internal\":{\"current_active_connections\":4,\"created\":12,"
 		"\"delta\":-3},\"link\":{\"interface\":\"eth1\",\"up\":true,"
 		"\"loss_ratio\":0.12,\"tx\":{\"bytes\":18446744073709551615}}}\n");
 	report_free(r);
@@ -409,7 +410,7 @@ START_TEST(json_empty_report_is_empty_object)
 {
 	struct report *r = report_new(REPORT_JSON);
 
-	assert_output(r, "{}\n");
+	assert_output(r, "{\"schema_version\":1}\n");
 	report_free(r);
 }
 END_TEST
@@ -424,7 +425,7 @@ START_TEST(json_escapes_strings)
 	report_str(r, "bad", "\xff\xc0\xaf\xed\xa0\x80\xe2\x82");
 	report_str(r, "k\"ey", NULL);
 	assert_output(r,
-		"{\"quote\":\"a\\\"b\\\\c/d\","
+		"{\"schema_version\":1,\"quote\":\"a\\\"b\\\\c/d\","
 		"\"ctl\":\"\\n\\r\\t\\b\\f\\u0001\\u001f\x7f\","
 		"\"utf8\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\","
 		"\"bad\":\"\\u00ff\\u00c0\\u00af\\u00ed\\u00a0\\u0080\\u00e2\\u0082\","
@@ -501,7 +502,7 @@ START_TEST(json_integers_extremes)
 	report_i64(r, "max", INT64_MAX);
 	report_u64(r, "zero", 0);
 	report_bool(r, "no", false);
-	assert_output(r, "{\"min\":-9223372036854775808,\"max\":9223372036854775807,"
+	assert_output(r, "{\"schema_version\":1,\"min\":-9223372036854775808,\"max\":9223372036854775807,"
 			 "\"zero\":0,\"no\":false}\n");
 	report_free(r);
 }
@@ -515,7 +516,7 @@ START_TEST(unbalanced_sections_are_closed)
 	report_begin(r, "a");
 	report_begin(r, "b");
 	report_u64(r, "x", 1);
-	assert_output(r, "{\"a\":{\"b\":{\"x\":1}}}\n");
+	assert_output(r, "{\"schema_version\":1,\"a\":{\"b\":{\"x\":1}}}\n");
 	report_free(r);
 
 	r = report_new(REPORT_TEXT);
@@ -538,7 +539,7 @@ START_TEST(finish_is_idempotent_and_final)
 	report_begin(r, "z");
 	b = report_finish(r, NULL);
 	ck_assert_ptr_eq(a, b);
-	ck_assert_str_eq(b, "{\"x\":1}\n");
+	ck_assert_str_eq(b, "{\"schema_version\":1,\"x\":1}\n");
 	report_free(r);
 	report_free(NULL);
 }
@@ -548,7 +549,7 @@ START_TEST(deep_and_large_reports)
 {
 	enum report_format fmt;
 
-	for (fmt = REPORT_TEXT; fmt <= REPORT_JSON; fmt++) {
+	for (fmt = REPORT_TEXT; fmt <= REPORT_PROMETHEUS; fmt++) {
 		struct report *r = report_new(fmt);
 		const char *out;
 		size_t len, lines = 0, i;
@@ -571,6 +572,11 @@ START_TEST(deep_and_large_reports)
 		ck_assert_ptr_nonnull(out);
 		if (fmt == REPORT_JSON) {
 			ck_assert_msg(json_valid(out, len), "invalid JSON (%zu bytes)", len);
+		} else if (fmt == REPORT_PROMETHEUS) {
+			for (i = 0; i < len; i++)
+				lines += out[i] == '\n';
+			/* HELP, TYPE and the series of each of the 5000 numbers; strings are no metrics. */
+			ck_assert_uint_eq(lines, 3 * 5000);
 		} else {
 			for (i = 0; i < len; i++)
 				lines += out[i] == '\n';
@@ -587,7 +593,7 @@ START_TEST(allocation_failure_gives_null)
 {
 	enum report_format fmt;
 
-	for (fmt = REPORT_TEXT; fmt <= REPORT_JSON; fmt++) {
+	for (fmt = REPORT_TEXT; fmt <= REPORT_PROMETHEUS; fmt++) {
 		long n, null_finishes = 0;
 		bool saw_success = false;
 
@@ -607,6 +613,16 @@ START_TEST(allocation_failure_gives_null)
 					report_str(r, "text", "a value that takes some room in the buffer");
 					report_end(r);
 				}
+				report_begin_array(r, "links", "link");
+				for (i = 0; i < 50; i++) {
+					report_begin_item(r, "link");
+					report_id_u64(r, "index", "link", (uint64_t)i);
+					report_info(r, "status", "RUNNING");
+					report_counter(r, "bytes", (uint64_t)i, "Bytes.");
+					report_time(r, "since", 1000 + i, "Since.");
+					report_end(r);
+				}
+				report_end(r);
 				out = report_finish(r, NULL);
 				alloc_countdown = -1;
 				if (alloc_failures) {
@@ -624,6 +640,234 @@ START_TEST(allocation_failure_gives_null)
 		ck_assert_msg(saw_success, "never succeeded within 200 allocations");
 		ck_assert_msg(null_finishes > 0, "no failure reached report_finish");
 	}
+}
+END_TEST
+
+/* ---- arrays, labels, times ------------------------------------------------ */
+
+/* Two items of an array, then a section: the same calls for every format. */
+static void fill_array(struct report *r)
+{
+	report_begin_array(r, "links", "link");
+	for (unsigned i = 0; i < 2; i++) {
+		char heading[16];
+
+		snprintf(heading, sizeof(heading), "link %u", i);
+		report_begin_item(r, heading);
+		report_label(r, "");
+		report_id_u64(r, "index", "link", i);
+		report_id_str(r, "device", "device", i ? "eth\"2\\" : "eth1");
+		report_info(r, "status", "RUNNING");
+		report_label(r, "mtu");
+		report_gauge(r, "mtu_bytes", 1500, "MTU.");
+		report_counter(r, "bytes_sent", 10 * (i + 1), "Bytes sent.");
+		report_text(r, "tcp", "server=connected");
+		report_end(r);
+	}
+	report_end(r);
+	report_begin(r, "channel");
+	report_flag(r, "up", true, "Up.");
+	report_end(r);
+}
+
+START_TEST(array_text_items_are_sections)
+{
+	struct report *r = report_new(REPORT_TEXT);
+
+	fill_array(r);
+	assert_output(r,
+		"link 0:\n"
+		"  device:     eth1\n"
+		"  status:     RUNNING\n"
+		"  mtu:        1500\n"
+		"  bytes sent: 10\n"
+		"  tcp:        server=connected\n"
+		"\n"
+		"link 1:\n"
+		"  device:     eth\"2\\\n"
+		"  status:     RUNNING\n"
+		"  mtu:        1500\n"
+		"  bytes sent: 20\n"
+		"  tcp:        server=connected\n"
+		"\n"
+		"channel:\n"
+		"  up: yes\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(array_json_is_an_array_of_objects)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	fill_array(r);
+	assert_output(r,
+		"{\"schema_version\":1,\"links\":["
+		"{\"index\":0,\"device\":\"eth1\",\"status\":\"RUNNING\",\"mtu_bytes\":1500,\"bytes_sent\":10},"
+		"{\"index\":1,\"device\":\"eth\\\"2\\\\\",\"status\":\"RUNNING\",\"mtu_bytes\":1500,\"bytes_sent\":20}],"
+		"\"channel\":{\"up\":true}}\n");
+	report_free(r);
+
+	/* An empty array, and what may not stand in an array directly (left out). */
+	r = report_new(REPORT_JSON);
+	report_begin_array(r, "peers", "peer");
+	report_u64(r, "stray", 1);
+	report_begin(r, "stray_section");
+	report_begin_array(r, "stray_array", "x");
+	report_end(r);
+	report_begin_array(r, "more", "m");
+	report_begin_item(r, "m 0");
+	report_u64(r, "x", 1);
+	assert_output(r, "{\"schema_version\":1,\"peers\":[],\"more\":[{\"x\":1}]}\n");
+	report_free(r);
+
+	/* An item outside an array is a section called "item". */
+	r = report_new(REPORT_JSON);
+	report_begin_item(r, "lonely");
+	report_u64(r, "x", 1);
+	report_end(r);
+	assert_output(r, "{\"schema_version\":1,\"item\":{\"x\":1}}\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(prometheus_names_types_labels)
+{
+	struct report *r = report_new(REPORT_PROMETHEUS);
+
+	fill_array(r);
+	/* Sorted by name; each name once with its HELP and TYPE; the ids label every series of the item. */
+	assert_output(r,
+		"# HELP ctsyncd_channel_up Up.\n"
+		"# TYPE ctsyncd_channel_up gauge\n"
+		"ctsyncd_channel_up 1\n"
+		"# HELP ctsyncd_link_bytes_sent_total Bytes sent.\n"
+		"# TYPE ctsyncd_link_bytes_sent_total counter\n"
+		"ctsyncd_link_bytes_sent_total{link=\"0\",device=\"eth1\"} 10\n"
+		"ctsyncd_link_bytes_sent_total{link=\"1\",device=\"eth\\\"2\\\\\"} 20\n"
+		"# HELP ctsyncd_link_info What describes ctsyncd_link: its labels; the value is always 1.\n"
+		"# TYPE ctsyncd_link_info gauge\n"
+		"ctsyncd_link_info{link=\"0\",device=\"eth1\",status=\"RUNNING\"} 1\n"
+		"ctsyncd_link_info{link=\"1\",device=\"eth\\\"2\\\\\",status=\"RUNNING\"} 1\n"
+		"# HELP ctsyncd_link_mtu_bytes MTU.\n"
+		"# TYPE ctsyncd_link_mtu_bytes gauge\n"
+		"ctsyncd_link_mtu_bytes{link=\"0\",device=\"eth1\"} 1500\n"
+		"ctsyncd_link_mtu_bytes{link=\"1\",device=\"eth\\\"2\\\\\"} 1500\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(prometheus_escapes_and_repairs)
+{
+	struct report *r = report_new(REPORT_PROMETHEUS);
+
+	report_begin(r, "Sec-Tion");
+	report_info(r, "path", "/a\\b\n\"c\"\xff");
+	report_counter(r, "errors_total", 3, "Errors, \\ and\nnewline.");
+	report_counter(r, "x", 1, "First.");
+	report_gauge(r, "x_total", 2, "The same name, another type: left out.");
+	report_counter(r, "x", 5, "The same series again: left out.");
+	report_gauge_double(r, "ratio", NAN, 2, "NaN.");
+	report_gauge_double(r, "big", INFINITY, 2, "Inf.");
+	report_gauge_double(r, "half", 0.5, 3, "Half.");
+	report_time(r, "since", 31536000, "Since.");
+	report_u64(r, "legacy", 7);
+	report_str(r, "path_again", "not a metric");
+	report_end(r);
+	assert_output(r,
+		"# HELP ctsyncd_sec_tion_big Inf.\n"
+		"# TYPE ctsyncd_sec_tion_big gauge\n"
+		"ctsyncd_sec_tion_big +Inf\n"
+		"# HELP ctsyncd_sec_tion_errors_total Errors, \\\\ and\\nnewline.\n"
+		"# TYPE ctsyncd_sec_tion_errors_total counter\n"
+		"ctsyncd_sec_tion_errors_total 3\n"
+		"# HELP ctsyncd_sec_tion_half Half.\n"
+		"# TYPE ctsyncd_sec_tion_half gauge\n"
+		"ctsyncd_sec_tion_half 0.500\n"
+		"# HELP ctsyncd_sec_tion_info What describes ctsyncd_sec_tion: its labels; the value is always 1.\n"
+		"# TYPE ctsyncd_sec_tion_info gauge\n"
+		"ctsyncd_sec_tion_info{path=\"/a\\\\b\\n\\\"c\\\"\xef\xbf\xbd\"} 1\n"
+		"# HELP ctsyncd_sec_tion_legacy ctsyncd_sec_tion_legacy (no description)\n"
+		"# TYPE ctsyncd_sec_tion_legacy untyped\n"
+		"ctsyncd_sec_tion_legacy 7\n"
+		"# HELP ctsyncd_sec_tion_ratio NaN.\n"
+		"# TYPE ctsyncd_sec_tion_ratio gauge\n"
+		"ctsyncd_sec_tion_ratio NaN\n"
+		"# HELP ctsyncd_sec_tion_since_timestamp_seconds Since.\n"
+		"# TYPE ctsyncd_sec_tion_since_timestamp_seconds gauge\n"
+		"ctsyncd_sec_tion_since_timestamp_seconds 31536000\n"
+		"# HELP ctsyncd_sec_tion_x_total First.\n"
+		"# TYPE ctsyncd_sec_tion_x_total counter\n"
+		"ctsyncd_sec_tion_x_total 1\n");
+	report_free(r);
+
+	r = report_new(REPORT_PROMETHEUS);
+	assert_output(r, "");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(times_are_rfc3339_utc)
+{
+	char buf[32];
+	struct report *r;
+
+	/* UTC whatever the local time zone (a POSIX TZ: no tzdata needed). */
+	setenv("TZ", "CET-1", 1);
+	tzset();
+	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 31536000), "1971-01-01T00:00:00Z");
+	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 1795656015), "2026-11-26T01:20:15Z");
+	ck_assert_str_eq(report_rfc3339(buf, sizeof(buf), 0), "");
+	ck_assert_str_eq(report_rfc3339(buf, 5, 31536000), "");   /* too small: empty, not cut */
+
+	r = report_new(REPORT_JSON);
+	report_time(r, "started", 1795656015, "Start.");
+	report_time(r, "last_poll", 0, "Never.");
+	assert_output(r, "{\"schema_version\":1,\"started\":\"2026-11-26T01:20:15Z\","
+			 "\"started_unix\":1795656015,\"last_poll\":null,\"last_poll_unix\":0}\n");
+	report_free(r);
+
+	r = report_new(REPORT_TEXT);
+	report_time(r, "started", 1795656015, "Start.");
+	report_time(r, "last_poll", 0, "Never.");
+	assert_output(r, "started:   2026-11-26T01:20:15Z\nlast poll: never\n");
+	report_free(r);
+}
+END_TEST
+
+START_TEST(labels_change_the_text_only)
+{
+	struct report *r = report_new(REPORT_JSON);
+
+	report_label(r, "Poll secs");
+	report_gauge(r, "interval_seconds", 5, "Interval.");
+	report_label(r, "");
+	report_flag(r, "hidden_in_text", true, "Hidden.");
+	report_label(r, "Heading");
+	report_begin(r, "section");
+	report_text(r, "note", "for people");
+	report_end(r);
+	report_u64(r, "unlabelled", 1);
+	assert_output(r, "{\"schema_version\":1,\"interval_seconds\":5,\"hidden_in_text\":true,"
+			 "\"section\":{},\"unlabelled\":1}\n");
+	report_free(r);
+
+	r = report_new(REPORT_TEXT);
+	report_label(r, "Poll secs");
+	report_gauge(r, "interval_seconds", 5, "Interval.");
+	report_label(r, "");
+	report_flag(r, "hidden_in_text", true, "Hidden.");
+	report_label(r, "Heading");
+	report_begin(r, "section");
+	report_text(r, "note", "for people");
+	report_end(r);
+	report_u64(r, "unlabelled", 1);
+	assert_output(r, "Poll secs:  5\n"
+			 "\n"
+			 "Heading:\n"
+			 "  note: for people\n"
+			 "unlabelled: 1\n");
+	report_free(r);
 }
 END_TEST
 
@@ -771,7 +1015,9 @@ START_TEST(link_report_json_keys_in_order_for_tcp)
 	struct report *r = link_report(REPORT_JSON, tcp_links);
 
 	assert_output(r,
-		"{\"link_0\":{\"device\":\"veth0\",\"status\":\"NO-CARRIER\",\"role\":\"BACKUP\",\"kind\":\"TCP\",\"local\":\"10.0.0.1:3780\",\"destination\":\"10.0.0.2:3780\",\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":1,\"packets_sent\":2,\"errors_sent\":3,\"bytes_received\":4,\"packets_received\":5,\"errors_received\":6,\"send_blocked\":7,\"strangers_dropped\":11,\"tcp\":\"server=disconnected client=disconnected\",\"server_connected\":false,\"client_connected\":false,\"client_connects\":8,\"client_disconnects\":9,\"server_accepts\":10},\"link_1\":{\"device\":\"veth1\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"TCP\",\"local\":\"10.0.1.1:3780\",\"destination\":\"10.0.1.2:3780\",\"mtu\":1500,\"payload_max\":1460,\"bytes_sent\":101,\"packets_sent\":102,\"errors_sent\":103,\"bytes_received\":104,\"packets_received\":105,\"errors_received\":106,\"send_blocked\":107,\"strangers_dropped\":111,\"tcp\":\"server=connected client=connected\",\"server_connected\":true,\"client_connected\":true,\"client_connects\":108,\"client_disconnects\":109,\"server_accepts\":110},\"channel\":{\"active\":\"veth1\",\"payload_max\":1460,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
+		"{\"schema_version\":1,\"links\":[{\"index\":0,\"device\":\"veth0\",\"status\":\"NO-CARRIER\",\"role\":\"BACKUP\",\"kind\":\"TCP\",\"local\":\"10.0.0.1:3780\",\"destination\":\"10.0.0.2:3780\",\"mtu_bytes\":1500,\"payload_max_bytes\":1460,\"bytes_sent\":1,\"packets_sent\":2,\"errors_sent\":3,\"bytes_received\":4,\"packets_received\":5,\"errors_received\":6,\"send_blocked\":7,\"strangers_dropped\":11,\"up\":false,\"active\":false,\"server_connected\":false,\"client_connected\":false,\"client_connects\":8,\"client_disconnects\":9,\"server_accepts\":10},"
+		"{\"index\":1,\"device\":\"veth1\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"TCP\",\"local\":\"10.0.1.1:3780\",\"destination\":\"10.0.1.2:3780\",\"mtu_bytes\":1500,\"payload_max_bytes\":1460,\"bytes_sent\":101,\"packets_sent\":102,\"errors_sent\":103,\"bytes_received\":104,\"packets_received\":105,\"errors_received\":106,\"send_blocked\":107,\"strangers_dropped\":111,\"up\":true,\"active\":true,\"server_connected\":true,\"client_connected\":true,\"client_connects\":108,\"client_disconnects\":109,\"server_accepts\":110}],"
+		"\"channel\":{\"active\":\"veth1\",\"payload_max_bytes\":1460,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
 	report_free(r);
 	r = link_report(REPORT_JSON, tcp_links);
 	assert_valid_json(r);
@@ -837,7 +1083,9 @@ START_TEST(link_report_json_for_multicast_and_udp)
 	struct report *r = link_report(REPORT_JSON, mcast_udp6_links);
 
 	assert_output(r,
-		"{\"link_0\":{\"device\":\"lo\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"Multicast\",\"group\":\"[ff02::1:2%lo]:3780\",\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":1000000000001,\"packets_sent\":1000000000002,\"errors_sent\":1000000000003,\"bytes_received\":1000000000004,\"packets_received\":1000000000005,\"errors_received\":1000000000006,\"send_blocked\":1000000000007,\"strangers_dropped\":1000000000011},\"link_1\":{\"device\":\"eth-long-name1\",\"status\":\"DOWN\",\"role\":\"BACKUP\",\"kind\":\"UDP\",\"local\":\"[fe80::1%lo]:3781\",\"destination\":\"[2001:db8::2]:3781\",\"mtu\":65536,\"payload_max\":65488,\"bytes_sent\":2000000000001,\"packets_sent\":2000000000002,\"errors_sent\":2000000000003,\"bytes_received\":2000000000004,\"packets_received\":2000000000005,\"errors_received\":2000000000006,\"send_blocked\":2000000000007,\"strangers_dropped\":2000000000011},\"channel\":{\"active\":\"lo\",\"payload_max\":65488,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
+		"{\"schema_version\":1,\"links\":[{\"index\":0,\"device\":\"lo\",\"status\":\"RUNNING\",\"role\":\"ACTIVE\",\"kind\":\"Multicast\",\"group\":\"[ff02::1:2%lo]:3780\",\"mtu_bytes\":65536,\"payload_max_bytes\":65488,\"bytes_sent\":1000000000001,\"packets_sent\":1000000000002,\"errors_sent\":1000000000003,\"bytes_received\":1000000000004,\"packets_received\":1000000000005,\"errors_received\":1000000000006,\"send_blocked\":1000000000007,\"strangers_dropped\":1000000000011,\"up\":true,\"active\":true},"
+		"{\"index\":1,\"device\":\"eth-long-name1\",\"status\":\"DOWN\",\"role\":\"BACKUP\",\"kind\":\"UDP\",\"local\":\"[fe80::1%lo]:3781\",\"destination\":\"[2001:db8::2]:3781\",\"mtu_bytes\":65536,\"payload_max_bytes\":65488,\"bytes_sent\":2000000000001,\"packets_sent\":2000000000002,\"errors_sent\":2000000000003,\"bytes_received\":2000000000004,\"packets_received\":2000000000005,\"errors_received\":2000000000006,\"send_blocked\":2000000000007,\"strangers_dropped\":2000000000011,\"up\":false,\"active\":false}],"
+		"\"channel\":{\"active\":\"lo\",\"payload_max_bytes\":65488,\"buffered_bytes\":100,\"queued_datagrams\":2,\"queue_max\":4,\"dropped_datagrams\":11,\"dropped_bytes\":1100,\"failovers\":3}}\n");
 	report_free(r);
 	r = link_report(REPORT_JSON, mcast_udp6_links);
 	assert_valid_json(r);
@@ -866,6 +1114,12 @@ static Suite *report_suite(void)
 	tcase_add_test(tc, json_invalid_utf8_always_valid_json);
 	tcase_add_test(tc, json_doubles);
 	tcase_add_test(tc, json_integers_extremes);
+	tcase_add_test(tc, array_text_items_are_sections);
+	tcase_add_test(tc, array_json_is_an_array_of_objects);
+	tcase_add_test(tc, prometheus_names_types_labels);
+	tcase_add_test(tc, prometheus_escapes_and_repairs);
+	tcase_add_test(tc, times_are_rfc3339_utc);
+	tcase_add_test(tc, labels_change_the_text_only);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("robustness");
