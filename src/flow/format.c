@@ -172,7 +172,12 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 		put_tuple(&o, &reply, fl->attrs);
 		put_counters(&o, f, 1, opts);
 	}
-	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
+	/* As libnetfilter_conntrack: an offloaded flow says so in place of ASSURED. */
+	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_HW_OFFLOAD))
+		put(&o, " [HW_OFFLOAD]");
+	else if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_OFFLOAD))
+		put(&o, " [OFFLOAD]");
+	else if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
 		put(&o, " [ASSURED]");
 	/* As 1.4.7's dumps: a mark only when the state carries one (the kernel
 	 * leaves a zero mark out of its events, and 1.4.7 out of its messages). */

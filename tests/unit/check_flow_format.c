@@ -174,6 +174,30 @@ START_TEST(state_names_per_protocol)
 }
 END_TEST
 
+/*
+ * The expected lines below are what libnetfilter_conntrack 1.0.9's
+ * nfct_snprintf() prints for the same state (conntrackd 1.4.7's -i / -e);
+ * tests/oracle compares the two on random states.
+ */
+START_TEST(offloaded_flow_says_so_instead_of_assured)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.status |= IPS_OFFLOAD;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[OFFLOAD] mark=7");
+	ff.flow.status |= IPS_HW_OFFLOAD;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[HW_OFFLOAD] mark=7");
+	/* The XML knows no offload: still <assured/>. */
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<mark>7</mark><assured/></meta>"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -189,6 +213,7 @@ int main(void)
 	tcase_add_test(tc, short_buffer_is_cut_like_snprintf);
 	tcase_add_test(tc, xml_is_conntrackds);
 	tcase_add_test(tc, state_names_per_protocol);
+	tcase_add_test(tc, offloaded_flow_says_so_instead_of_assured);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
