@@ -183,7 +183,7 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 	 * leaves a zero mark out of its events, and 1.4.7 out of its messages). */
 	if (fl->attrs & FLOW_A_MARK)
 		put(&o, " mark=%u", fl->mark);
-	if (fl->orig.zone)
+	if (fl->orig.zone || (fl->attrs & FLOW_A_ZONE))
 		put(&o, " zone=%u", fl->orig.zone);
 	/* As libnetfilter_conntrack counts it: whole seconds of the stop less those of the start. */
 	if ((opts & FLOW_FMT_COUNTERS) && f->counters.times && f->counters.stop_ns)
@@ -259,7 +259,7 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 		put(&o, "<timeout>%u</timeout>", fl->timeout);
 	if (fl->attrs & FLOW_A_MARK)
 		put(&o, "<mark>%u</mark>", fl->mark);
-	if (fl->orig.zone)
+	if (fl->orig.zone || (fl->attrs & FLOW_A_ZONE))
 		put(&o, "<zone>%u</zone>", fl->orig.zone);
 	if ((fl->attrs & FLOW_A_STATUS) && (fl->status & IPS_ASSURED))
 		put(&o, "<assured/>");

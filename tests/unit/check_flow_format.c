@@ -198,6 +198,20 @@ START_TEST(offloaded_flow_says_so_instead_of_assured)
 }
 END_TEST
 
+START_TEST(zone_attribute_of_zero_is_printed)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.attrs |= FLOW_A_ZONE;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[ASSURED] mark=7 zone=0");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<mark>7</mark><zone>0</zone><assured/>"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -214,6 +228,7 @@ int main(void)
 	tcase_add_test(tc, xml_is_conntrackds);
 	tcase_add_test(tc, state_names_per_protocol);
 	tcase_add_test(tc, offloaded_flow_says_so_instead_of_assured);
+	tcase_add_test(tc, zone_attribute_of_zero_is_printed);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
