@@ -125,7 +125,7 @@ void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *r)
 	}
 }
 
-static void put_tuple(struct out *o, const struct flow_tuple *t, unsigned attrs)
+static void put_tuple(struct out *o, const struct flow_tuple *t)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	int af = t->family == AF_INET6 ? AF_INET6 : AF_INET;
@@ -133,10 +133,26 @@ static void put_tuple(struct out *o, const struct flow_tuple *t, unsigned attrs)
 	inet_ntop(af, &t->src, src, sizeof(src));
 	inet_ntop(af, &t->dst, dst, sizeof(dst));
 	put(o, " src=%s dst=%s", src, dst);
-	if (attrs & FLOW_A_ICMP)
+	/*
+	 * By protocol, as libnetfilter_conntrack prints it: zeros for a part
+	 * the state lacks (the fields are zero then), GRE's keys in hex.
+	 */
+	switch (t->l4proto) {
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6:
 		put(o, " type=%u code=%u id=%u", t->l4.icmp.type, t->l4.icmp.code, ntohs(t->l4.icmp.id));
-	else if (attrs & FLOW_A_PORTS)
+		break;
+	case IPPROTO_GRE:
+		put(o, " srckey=0x%x dstkey=0x%x", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+		break;
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+	case IPPROTO_SCTP:
+	case IPPROTO_DCCP:
 		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+		break;
+	}
 }
 
 static void put_counters(struct out *o, const struct flow_full *f, int dir, unsigned opts)
@@ -161,7 +177,7 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 		state = flow_state_name(fl->orig.l4proto, fl->proto_state);
 	if (state)
 		put(&o, " %s", state);
-	put_tuple(&o, &fl->orig, fl->attrs);
+	put_tuple(&o, &fl->orig);
 	put_counters(&o, f, 0, opts);
 	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
 		put(&o, " [UNREPLIED]");
@@ -169,7 +185,7 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 		struct flow_tuple reply;
 
 		flow_reply_tuple(f, &reply);
-		put_tuple(&o, &reply, fl->attrs);
+		put_tuple(&o, &reply);
 		put_counters(&o, f, 1, opts);
 	}
 	/* As libnetfilter_conntrack: an offloaded flow says so in place of ASSURED. */
@@ -223,7 +239,10 @@ static void put_xml_tuple(struct out *o, const char *dir, const struct flow_tupl
 	    "<dst>%s</dst></layer3><layer4 protonum=\"%u\" protoname=\"%s\">", dir,
 	    v6 ? AF_INET6 : AF_INET, v6 ? "ipv6" : "ipv4", src, dst, t->l4proto, proto_name(t->l4proto));
 	/* ICMP's id, type and code are not printed: libnetfilter_conntrack leaves them out. */
-	if (attrs & FLOW_A_PORTS)
+	if (t->l4proto == IPPROTO_GRE && (attrs & FLOW_A_PORTS))
+		put(o, "<srckey>0x%x</srckey><dstkey>0x%x</dstkey>", ntohs(t->l4.port.sport),
+		    ntohs(t->l4.port.dport));
+	else if (attrs & FLOW_A_PORTS)
 		put(o, "<sport>%u</sport><dport>%u</dport>", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
 	put(o, "</layer4></meta>");
 }

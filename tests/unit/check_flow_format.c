@@ -212,6 +212,29 @@ START_TEST(zone_attribute_of_zero_is_printed)
 }
 END_TEST
 
+START_TEST(gre_keys_print_in_hex)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_GRE;
+	ff.flow.orig.l4.port.sport = htons(0x310);
+	ff.flow.orig.l4.port.dport = htons(0x15);
+	ff.flow.attrs &= ~(uint32_t)(FLOW_A_PROTO_STATE | FLOW_A_MARK);
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "gre      47 src=10.0.0.1 dst=10.0.0.2 srckey=0x310 dstkey=0x15 "
+			       "src=10.0.0.2 dst=10.0.0.1 srckey=0x15 dstkey=0x310 [ASSURED]");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<layer4 protonum=\"47\" protoname=\"gre\"><srckey>0x310</srckey>"
+					   "<dstkey>0x15</dstkey></layer4>"));
+	/* A GRE state without keys (a 1.4.7 peer sends none) prints zeros, as the library. */
+	ff.flow.attrs &= ~(uint32_t)FLOW_A_PORTS;
+	ff.flow.orig.l4.raw = 0;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "gre      47 src=10.0.0.1 dst=10.0.0.2 srckey=0x0 dstkey=0x0 [ASSURED]");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -229,6 +252,7 @@ int main(void)
 	tcase_add_test(tc, state_names_per_protocol);
 	tcase_add_test(tc, offloaded_flow_says_so_instead_of_assured);
 	tcase_add_test(tc, zone_attribute_of_zero_is_printed);
+	tcase_add_test(tc, gre_keys_print_in_hex);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
