@@ -86,20 +86,29 @@ static const char *proto_name(uint8_t p)
 	return "unknown";
 }
 
-/* The answer to an ICMP query type, as the kernel pairs them; 0xff if none. */
+/*
+ * The reply tuple's ICMP type, as the kernel inverts a tuple (its invmap in
+ * nf_conntrack_proto_icmp.c / _icmpv6.c, both ways); 0xff if none.
+ */
 static uint8_t icmp_reply_type(uint8_t family, uint8_t type)
 {
 	if (family == AF_INET) {
 		switch (type) {
 		case 8: return 0;      /* echo */
+		case 0: return 8;
 		case 13: return 14;    /* timestamp */
+		case 14: return 13;
 		case 15: return 16;    /* information */
+		case 16: return 15;
 		case 17: return 18;    /* address mask */
+		case 18: return 17;
 		}
 	} else {
 		switch (type) {
 		case 128: return 129;  /* echo */
-		case 130: return 131;  /* multicast listener query */
+		case 129: return 128;
+		case 139: return 140;  /* node information */
+		case 140: return 139;
 		}
 	}
 	return 0xff;

@@ -235,6 +235,26 @@ START_TEST(gre_keys_print_in_hex)
 }
 END_TEST
 
+START_TEST(icmpv6_node_information_reply_type)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::1", &ff.flow.orig.src);
+	inet_pton(AF_INET6, "2001:db8::2", &ff.flow.orig.dst);
+	ff.flow.orig.l4proto = IPPROTO_ICMPV6;
+	ff.flow.orig.l4.raw = 0;
+	ff.flow.orig.l4.icmp.type = 139;
+	ff.flow.orig.l4.icmp.id = htons(7);
+	ff.flow.attrs = FLOW_A_ICMP | FLOW_A_STATUS;
+	ff.flow.status = IPS_SEEN_REPLY;
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "icmpv6   58 src=2001:db8::1 dst=2001:db8::2 type=139 code=0 id=7 "
+			       "src=2001:db8::2 dst=2001:db8::1 type=140 code=0 id=7");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -253,6 +273,7 @@ int main(void)
 	tcase_add_test(tc, offloaded_flow_says_so_instead_of_assured);
 	tcase_add_test(tc, zone_attribute_of_zero_is_printed);
 	tcase_add_test(tc, gre_keys_print_in_hex);
+	tcase_add_test(tc, icmpv6_node_information_reply_type);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
