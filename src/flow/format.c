@@ -182,10 +182,11 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 	put(&o, "%-8s %u", proto_name(fl->orig.l4proto), fl->orig.l4proto);
 	if (opts & FLOW_FMT_TIMEOUT)
 		put(&o, " %u", fl->timeout);
-	if (fl->attrs & FLOW_A_PROTO_STATE)
+	/* A state out of its protocol's table prints as NONE, as libnetfilter_conntrack has it. */
+	if ((fl->attrs & FLOW_A_PROTO_STATE) && flow_state_name(fl->orig.l4proto, 0))
 		state = flow_state_name(fl->orig.l4proto, fl->proto_state);
-	if (state)
-		put(&o, " %s", state);
+	if (state || ((fl->attrs & FLOW_A_PROTO_STATE) && flow_state_name(fl->orig.l4proto, 0)))
+		put(&o, " %s", state ? state : "NONE");
 	put_tuple(&o, &fl->orig);
 	put_counters(&o, f, 0, opts);
 	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
@@ -277,12 +278,16 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 	}
 	put(&o, "<meta direction=\"independent\">");
 	/*
-	 * libnetfilter_conntrack names SCTP's state from the TCP table too
-	 * (SCTP ESTABLISHED, 4, prints as FIN_WAIT): 1.4.7's XML does, so we do.
+	 * libnetfilter_conntrack names SCTP's and DCCP's states from the TCP
+	 * table too (SCTP ESTABLISHED, 4, prints as FIN_WAIT; DCCP OPEN, 4,
+	 * too), and one out of the table as NONE: 1.4.7's XML does, so we do.
 	 */
-	if ((fl->orig.l4proto == IPPROTO_TCP || fl->orig.l4proto == IPPROTO_SCTP) &&
-	    (fl->attrs & FLOW_A_PROTO_STATE) && flow_state_name(IPPROTO_TCP, fl->proto_state))
-		put(&o, "<state>%s</state>", flow_state_name(IPPROTO_TCP, fl->proto_state));
+	if ((fl->orig.l4proto == IPPROTO_TCP || fl->orig.l4proto == IPPROTO_SCTP ||
+	     fl->orig.l4proto == IPPROTO_DCCP) && (fl->attrs & FLOW_A_PROTO_STATE)) {
+		const char *name = flow_state_name(IPPROTO_TCP, fl->proto_state);
+
+		put(&o, "<state>%s</state>", name ? name : "NONE");
+	}
 	if (opts & FLOW_FMT_TIMEOUT)
 		put(&o, "<timeout>%u</timeout>", fl->timeout);
 	if (fl->attrs & FLOW_A_MARK)

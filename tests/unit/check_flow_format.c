@@ -255,6 +255,26 @@ START_TEST(icmpv6_node_information_reply_type)
 }
 END_TEST
 
+START_TEST(state_out_of_its_table_prints_none)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.proto_state = 12;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 NONE src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 [ASSURED] mark=7");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<state>NONE</state>"));
+	/* The XML names DCCP's state from the TCP table, as SCTP's: OPEN (4) is FIN_WAIT. */
+	ff.flow.orig.l4proto = IPPROTO_DCCP;
+	ff.flow.proto_state = 4;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "dccp     33 OPEN "));
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<state>FIN_WAIT</state>"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -274,6 +294,7 @@ int main(void)
 	tcase_add_test(tc, zone_attribute_of_zero_is_printed);
 	tcase_add_test(tc, gre_keys_print_in_hex);
 	tcase_add_test(tc, icmpv6_node_information_reply_type);
+	tcase_add_test(tc, state_out_of_its_table_prints_none);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
