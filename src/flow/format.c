@@ -261,6 +261,7 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 {
 	const struct flow *fl = &f->flow;
 	struct out o = { .buf = buf, .cap = cap };
+	bool independent;
 
 	if (cap)
 		buf[0] = '\0';
@@ -276,7 +277,15 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 		put(&o, "<meta direction=\"reply\"><layer3 protonum=\"0\" protoname=\"unknown\"><src></src>"
 		    "<dst></dst></layer3><layer4 protonum=\"0\" protoname=\"unknown\"></layer4></meta>");
 	}
-	put(&o, "<meta direction=\"independent\">");
+	/*
+	 * libnetfilter_conntrack opens the independent part only for a state
+	 * with one of these (labels open it though they print nothing in it).
+	 */
+	independent = (fl->attrs & (FLOW_A_STATUS | FLOW_A_MARK | FLOW_A_ZONE | FLOW_A_LABELS)) ||
+		      fl->orig.zone || (opts & FLOW_FMT_TIMEOUT) ||
+		      ((fl->attrs & FLOW_A_PROTO_STATE) && flow_state_name(fl->orig.l4proto, 0));
+	if (independent)
+		put(&o, "<meta direction=\"independent\">");
 	/*
 	 * libnetfilter_conntrack names SCTP's and DCCP's states from the TCP
 	 * table too (SCTP ESTABLISHED, 4, prints as FIN_WAIT; DCCP OPEN, 4,
@@ -298,7 +307,8 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 		put(&o, "<assured/>");
 	if ((fl->attrs & FLOW_A_STATUS) && !(fl->status & IPS_SEEN_REPLY))
 		put(&o, "<unreplied/>");
-	put(&o, "</meta>");
+	if (independent)
+		put(&o, "</meta>");
 	if ((fl->attrs & FLOW_A_HELPER) && f->ext.helper[0])
 		put(&o, "<helper>%s</helper>", f->ext.helper);
 	put(&o, "</flow>");

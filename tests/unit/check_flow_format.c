@@ -275,6 +275,24 @@ START_TEST(state_out_of_its_table_prints_none)
 }
 END_TEST
 
+START_TEST(xml_independent_part_only_when_something_opens_it)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_UDP;
+	ff.flow.attrs = FLOW_A_PORTS;
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_null(strstr(line, "independent"));
+	/* Labels open it, though nothing of them is printed. */
+	ff.flow.attrs |= FLOW_A_LABELS;
+	ff.labels.words = 1;
+	ff.labels.w[0] = 1;
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<meta direction=\"independent\"></meta></flow>"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -295,6 +313,7 @@ int main(void)
 	tcase_add_test(tc, gre_keys_print_in_hex);
 	tcase_add_test(tc, icmpv6_node_information_reply_type);
 	tcase_add_test(tc, state_out_of_its_table_prints_none);
+	tcase_add_test(tc, xml_independent_part_only_when_something_opens_it);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
