@@ -134,18 +134,13 @@ void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *r)
 	}
 }
 
-static void put_tuple(struct out *o, const struct flow_tuple *t)
+/*
+ * The layer-4 part of a tuple by its protocol, as libnetfilter_conntrack
+ * prints it: zeros for a part the state lacks (the fields are zero then),
+ * GRE's keys in hex, nothing for a protocol without ports.
+ */
+static void put_l4(struct out *o, const struct flow_tuple *t)
 {
-	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
-	int af = t->family == AF_INET6 ? AF_INET6 : AF_INET;
-
-	inet_ntop(af, &t->src, src, sizeof(src));
-	inet_ntop(af, &t->dst, dst, sizeof(dst));
-	put(o, " src=%s dst=%s", src, dst);
-	/*
-	 * By protocol, as libnetfilter_conntrack prints it: zeros for a part
-	 * the state lacks (the fields are zero then), GRE's keys in hex.
-	 */
 	switch (t->l4proto) {
 	case IPPROTO_ICMP:
 	case IPPROTO_ICMPV6:
@@ -162,6 +157,35 @@ static void put_tuple(struct out *o, const struct flow_tuple *t)
 		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
 		break;
 	}
+}
+
+/* The same in XML; ICMP's id, type and code are not printed: the library leaves them out. */
+static void put_xml_l4(struct out *o, const struct flow_tuple *t)
+{
+	switch (t->l4proto) {
+	case IPPROTO_GRE:
+		put(o, "<srckey>0x%x</srckey><dstkey>0x%x</dstkey>", ntohs(t->l4.port.sport),
+		    ntohs(t->l4.port.dport));
+		break;
+	case IPPROTO_TCP:
+	case IPPROTO_UDP:
+	case IPPROTO_UDPLITE:
+	case IPPROTO_SCTP:
+	case IPPROTO_DCCP:
+		put(o, "<sport>%u</sport><dport>%u</dport>", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+		break;
+	}
+}
+
+static void put_tuple(struct out *o, const struct flow_tuple *t)
+{
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	int af = t->family == AF_INET6 ? AF_INET6 : AF_INET;
+
+	inet_ntop(af, &t->src, src, sizeof(src));
+	inet_ntop(af, &t->dst, dst, sizeof(dst));
+	put(o, " src=%s dst=%s", src, dst);
+	put_l4(o, t);
 }
 
 static void put_counters(struct out *o, const struct flow_full *f, int dir, unsigned opts)
@@ -238,7 +262,7 @@ int flow_format(char *buf, size_t cap, const struct flow_full *f, unsigned opts)
 
 /* ---- XML, as conntrackd 1.4.7 prints -i -x and -e -x ------------------------------- */
 
-static void put_xml_tuple(struct out *o, const char *dir, const struct flow_tuple *t, unsigned attrs)
+static void put_xml_tuple(struct out *o, const char *dir, const struct flow_tuple *t)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 	bool v6 = t->family == AF_INET6;
@@ -248,12 +272,7 @@ static void put_xml_tuple(struct out *o, const char *dir, const struct flow_tupl
 	put(o, "<meta direction=\"%s\"><layer3 protonum=\"%u\" protoname=\"%s\"><src>%s</src>"
 	    "<dst>%s</dst></layer3><layer4 protonum=\"%u\" protoname=\"%s\">", dir,
 	    v6 ? AF_INET6 : AF_INET, v6 ? "ipv6" : "ipv4", src, dst, t->l4proto, proto_name(t->l4proto));
-	/* ICMP's id, type and code are not printed: libnetfilter_conntrack leaves them out. */
-	if (t->l4proto == IPPROTO_GRE && (attrs & FLOW_A_PORTS))
-		put(o, "<srckey>0x%x</srckey><dstkey>0x%x</dstkey>", ntohs(t->l4.port.sport),
-		    ntohs(t->l4.port.dport));
-	else if (attrs & FLOW_A_PORTS)
-		put(o, "<sport>%u</sport><dport>%u</dport>", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+	put_xml_l4(o, t);
 	put(o, "</layer4></meta>");
 }
 
@@ -266,12 +285,12 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 	if (cap)
 		buf[0] = '\0';
 	put(&o, "<flow>");
-	put_xml_tuple(&o, "original", &fl->orig, fl->attrs);
+	put_xml_tuple(&o, "original", &fl->orig);
 	if (opts & FLOW_FMT_REPLY) {
 		struct flow_tuple reply;
 
 		flow_reply_tuple(f, &reply);
-		put_xml_tuple(&o, "reply", &reply, fl->attrs);
+		put_xml_tuple(&o, "reply", &reply);
 	} else {
 		/* 1.4.7 prints an external state's missing reply tuple this way. */
 		put(&o, "<meta direction=\"reply\"><layer3 protonum=\"0\" protoname=\"unknown\"><src></src>"
@@ -320,22 +339,22 @@ int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned o
 /* NF_CT_EXPECT_* (linux/netfilter/nf_conntrack_common.h), as conntrack prints them. */
 static const struct {
 	uint32_t bit;
-	const char *name;
+	const char *name, *xml;
 } exp_flags[] = {
-	{ 1u << 0, "PERMANENT" },
-	{ 1u << 1, "INACTIVE" },
-	{ 1u << 2, "USERSPACE" },
+	{ 1u << 0, "PERMANENT", "permanent" },
+	{ 1u << 1, "INACTIVE", "inactive" },
+	{ 1u << 2, "USERSPACE", "userspace" },
 };
 
-static void put_exp_tuple(struct out *o, const char *prefix, const struct flow_tuple *t, bool ports)
+/* Each tuple's layer 4 by its own protocol: a PPTP master (TCP) of a GRE expectation keeps its ports. */
+static void put_exp_tuple(struct out *o, const char *prefix, const struct flow_tuple *t)
 {
 	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 
 	inet_ntop(t->family, t->src.bytes, src, sizeof(src));
 	inet_ntop(t->family, t->dst.bytes, dst, sizeof(dst));
 	put(o, " %ssrc=%s %sdst=%s", prefix, src, prefix, dst);
-	if (ports)
-		put(o, " sport=%u dport=%u", ntohs(t->l4.port.sport), ntohs(t->l4.port.dport));
+	put_l4(o, t);
 }
 
 static bool exp_has_ports(const struct flow_exp *x)
@@ -356,18 +375,21 @@ int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x, unsigned op
 	if (opts & FLOW_FMT_TIMEOUT)
 		put(&o, "%u ", x->attrs & FLOW_EXP_A_TIMEOUT ? x->timeout : 0);
 	put(&o, "proto=%u", x->tuple.l4proto);
-	put_exp_tuple(&o, "", &x->tuple, ports);
-	put_exp_tuple(&o, "mask-", &x->mask, ports);
-	put_exp_tuple(&o, "master-", &x->master, ports);
-	for (size_t i = 0; i < sizeof(exp_flags) / sizeof(exp_flags[0]); i++)
-		if (x->flags & exp_flags[i].bit)
-			put(&o, " %s", exp_flags[i].name);
-	if (x->attrs & FLOW_EXP_A_CLASS)
-		put(&o, " class=%u", x->class);
+	put_exp_tuple(&o, "", &x->tuple);
+	put_exp_tuple(&o, "mask-", &x->mask);
+	put_exp_tuple(&o, "master-", &x->master);
+	/* In libnetfilter_conntrack's order: the zone, the flags joined by commas, the class. */
 	if (x->master.zone)
 		put(&o, " zone=%u", x->master.zone);
+	for (size_t i = 0, n = 0; i < sizeof(exp_flags) / sizeof(exp_flags[0]); i++)
+		if (x->flags & exp_flags[i].bit)
+			put(&o, "%s%s", n++ ? "," : " ", exp_flags[i].name);
+	if (x->attrs & FLOW_EXP_A_CLASS)
+		put(&o, " class=%u", x->class);
 	if (x->attrs & FLOW_EXP_A_HELPER)
 		put(&o, " helper=%s", x->helper);
+	if (opts & FLOW_FMT_PLAIN)
+		return (int)o.len;
 	if (x->attrs & FLOW_EXP_A_NAT) {
 		char nat[INET6_ADDRSTRLEN];
 
@@ -391,8 +413,9 @@ static void put_exp_xml_part(struct out *o, const struct flow_exp *x, bool l4)
 		char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
 
 		if (l4) {
-			put(o, "<%s><sport>%u</sport><dport>%u</dport></%s>", names[i],
-			    ntohs(t[i]->l4.port.sport), ntohs(t[i]->l4.port.dport), names[i]);
+			put(o, "<%s>", names[i]);
+			put_xml_l4(o, t[i]);
+			put(o, "</%s>", names[i]);
 			continue;
 		}
 		inet_ntop(t[i]->family, t[i]->src.bytes, src, sizeof(src));
@@ -413,8 +436,7 @@ int flow_exp_format_xml(char *buf, size_t cap, const struct flow_exp *x, unsigne
 	put_exp_xml_part(&o, x, false);
 	put(&o, "</layer3><layer4 protonum=\"%u\" protoname=\"%s\">", x->tuple.l4proto,
 	    proto_name(x->tuple.l4proto));
-	if (exp_has_ports(x))
-		put_exp_xml_part(&o, x, true);
+	put_exp_xml_part(&o, x, true);
 	put(&o, "</layer4><meta>");
 	if (x->attrs & FLOW_EXP_A_HELPER)
 		put(&o, "<helper-name>%s</helper-name>", x->helper);
@@ -422,6 +444,11 @@ int flow_exp_format_xml(char *buf, size_t cap, const struct flow_exp *x, unsigne
 		put(&o, "<timeout>%u</timeout>", x->timeout);
 	if (x->attrs & FLOW_EXP_A_CLASS)
 		put(&o, "<class>%u</class>", x->class);
+	if (x->master.zone)
+		put(&o, "<zone>%u</zone>", x->master.zone);
+	for (size_t i = 0; i < sizeof(exp_flags) / sizeof(exp_flags[0]); i++)
+		if (x->flags & exp_flags[i].bit)
+			put(&o, "<%s/>", exp_flags[i].xml);
 	put(&o, "</meta></flow>");
 	return (int)o.len;
 }
