@@ -68,7 +68,12 @@ TESTS += tests/oracle/check_oracle_ct
 tests_oracle_check_oracle_ct_SOURCES = tests/oracle/check_oracle_ct.c $(ORACLE_SRC)
 tests_oracle_check_oracle_ct_CFLAGS = $(UNIT_CFLAGS) $(NFCT_ORACLE_CFLAGS) $(LIBMNL_CFLAGS)
 tests_oracle_check_oracle_ct_LDADD = $(UNIT_LIBS) $(NFCT_ORACLE_LIBS)
+check_PROGRAMS += tests/oracle/check_oracle_exp
+TESTS += tests/oracle/check_oracle_exp
+tests_oracle_check_oracle_exp_SOURCES = tests/oracle/check_oracle_exp.c $(ORACLE_SRC)
+tests_oracle_check_oracle_exp_CFLAGS = $(UNIT_CFLAGS) $(NFCT_ORACLE_CFLAGS) $(LIBMNL_CFLAGS)
+tests_oracle_check_oracle_exp_LDADD = $(UNIT_LIBS) $(NFCT_ORACLE_LIBS)
 else
 TESTS += tests/oracle/missing.sh
 endif
-EXTRA_DIST += tests/oracle/missing.sh $(ORACLE_SRC) tests/oracle/check_oracle_ct.c
+EXTRA_DIST += tests/oracle/missing.sh $(ORACLE_SRC) tests/oracle/check_oracle_ct.c tests/oracle/check_oracle_exp.c
