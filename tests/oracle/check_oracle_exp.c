@@ -3,7 +3,10 @@
  * libnetfilter_conntrack, on seeded random expectations:
  *
  *   - messages the library builds (nfexp_nlmsg_build, plus the kernel's
- *     CTA_EXPECT_ID) parse in ctsyncd to what the library reads in them;
+ *     CTA_EXPECT_ID) parse in ctsyncd to what the library reads in them
+ *     (master, tuple, mask, timeout, zone, flags, helper: the library's
+ *     netlink functions neither build nor read the class, the NAT and the
+ *     expect function; tests/unit/check_exp.c covers those);
  *   - the create and delete requests ctsyncd builds parse in the library
  *     to what ctsyncd meant;
  *   - -i expect / -e expect lines and their -x XML equal nfexp_snprintf()
@@ -397,6 +400,25 @@ START_TEST(expectation_lines_equal_nfexp_snprintf)
 				nfexp_destroy(e);
 			nfexp_destroy(s.e);
 			continue;
+		}
+		/*
+		 * The class, the NAT and the expect function do not travel through
+		 * the library's netlink functions: give the generated ones to both
+		 * sides here, so that their printing is compared too.
+		 */
+		if (nfexp_attr_is_set(s.e, ATTR_EXP_CLASS)) {
+			nfexp_set_attr_u32(e, ATTR_EXP_CLASS, nfexp_get_attr_u32(s.e, ATTR_EXP_CLASS));
+			ours.class = nfexp_get_attr_u32(s.e, ATTR_EXP_CLASS);
+			ours.attrs |= FLOW_EXP_A_CLASS;
+		}
+		if (nfexp_attr_is_set(s.e, ATTR_EXP_NAT_TUPLE)) {
+			tuple_of(s.e, ATTR_EXP_NAT_TUPLE, &ours.nat);
+			ours.nat_dir = nfexp_get_attr_u8(s.e, ATTR_EXP_NAT_DIR);
+			ours.attrs |= FLOW_EXP_A_NAT;
+		}
+		if (nfexp_attr_is_set(s.e, ATTR_EXP_FN)) {
+			snprintf(ours.fn, sizeof(ours.fn), "%s", (const char *)nfexp_get_attr(s.e, ATTR_EXP_FN));
+			ours.attrs |= FLOW_EXP_A_FN;
 		}
 		/*
 		 * conntrackd's -i / -e expect print no timeout.  The kernel sends
