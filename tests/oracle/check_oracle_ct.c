@@ -255,6 +255,14 @@ START_TEST(mutated_messages_read_alike_where_ctsyncd_accepts_them)
 			rejected++;
 		} else if (lib_model_forked(s.msg, &want)) {
 			both++;
+			/*
+			 * The library has no ICMP part for a master tuple (a mutated
+			 * protocol number makes one; helpers master TCP and UDP only):
+			 * nothing to compare there.
+			 */
+			if ((want.flow.attrs & FLOW_A_MASTER) && (want.ext.master.l4proto == IPPROTO_ICMP ||
+								  want.ext.master.l4proto == IPPROTO_ICMPV6))
+				want.ext.master.l4 = ours.ext.master.l4;
 			if (!oracle_flow_equal(&want, &ours, why, sizeof(why))) {
 				report(&bad, "mutated", i, "%s", why);
 				if (getenv("ORACLE_HEX")) {
