@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
-	libnetfilter-conntrack-dev libnfnetlink-dev libmnl-dev libsystemd-dev libsodium-dev check
+	libmnl-dev libsystemd-dev libsodium-dev check
+	# tests: libnetfilter_conntrack is the oracle of tests/oracle (the daemon links neither)
+	libnetfilter-conntrack-dev libnfnetlink-dev
 	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
