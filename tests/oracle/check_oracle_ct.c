@@ -8,13 +8,15 @@
  *   - the same messages, mutated: whatever ctsyncd accepts, the library
  *     reads the same way;
  *   - the requests ctsyncd builds (create, update, delete) parse in the
- *     library to what ctsyncd meant, attribute by attribute;
+ *     library to what ctsyncd meant, attribute by attribute, and in
+ *     ctsyncd as in the library;
  *   - the -i / -e lines and the -x XML of those states equal what
  *     nfct_snprintf() prints for conntrackd 1.4.7's object of the same
  *     state (doc/architecture.md, "Differences from libnetfilter_conntrack",
  *     lists where ctsyncd adds to or leaves out of the library's line).
  *
- * ORACLE_SEED and ORACLE_STATES replay or widen a run.
+ * ORACLE_SEED and ORACLE_STATES replay or widen a run; ORACLE_HEX=1 also
+ * prints the bytes of each mutated message read differently.
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -25,7 +27,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <libmnl/libmnl.h>
@@ -604,7 +605,7 @@ START_TEST(requests_parse_in_the_library_as_ctsyncd_meant_them)
 {
 	static const char *const op_names[] = { "create", "update", "delete" };
 	struct rng r = { seed ^ 0xb111du };
-	struct flow_full ours;
+	struct flow_full ours, again, want;
 	struct sample s;
 	unsigned bad = 0, built = 0;
 	char why[512], req[ORACLE_MSG_MAX];
@@ -639,6 +640,14 @@ START_TEST(requests_parse_in_the_library_as_ctsyncd_meant_them)
 			if (!request_as_meant((const struct nlmsghdr *)req, lib, op, &ours, timeout, opts, why,
 					      sizeof(why)))
 				report(&bad, "build", i, "%s: %s", op_names[op], why);
+			/* Parsed by both, ctsyncd's own request reads alike too. */
+			else if (kernel_ct_parse(req, (size_t)len, &again, &ev) != KERNEL_OK)
+				report(&bad, "build", i, "%s: ctsyncd rejects its own request", op_names[op]);
+			else {
+				oracle_model_flow(lib, &want);
+				if (!oracle_flow_equal(&want, &again, why, sizeof(why)))
+					report(&bad, "build", i, "%s, read back: %s", op_names[op], why);
+			}
 			nfct_destroy(lib);
 		}
 		nfct_destroy(s.ct);
