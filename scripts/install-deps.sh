@@ -11,6 +11,8 @@ packages=(
 	# systemd-analyze (in systemd) for the unit, libseccomp for the test's
 	# system call filter
 	debhelper lintian systemd libseccomp-dev
+	# tests: libnetfilter_conntrack is the oracle of tests/oracle (the daemon links neither)
+	libnetfilter-conntrack-dev libnfnetlink-dev
 	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes

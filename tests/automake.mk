@@ -71,3 +71,24 @@ EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.p
 # broken files refused, restart-only options named, a key roll, --check.
 TESTS += tests/integration/reload.sh
 EXTRA_DIST += tests/integration/reload.sh
+
+# The test oracle: ctsyncd's ctnetlink codec and printer against
+# libnetfilter_conntrack on seeded random states (tests/oracle/oracle.h).
+# A test dependency only; without it the check reports SKIP, which the
+# suite (scripts/test-all.sh) counts as a failure.
+ORACLE_SRC = tests/oracle/oracle.c tests/oracle/oracle.h
+if HAVE_NFCT_ORACLE
+check_PROGRAMS += tests/oracle/check_oracle_ct
+TESTS += tests/oracle/check_oracle_ct
+tests_oracle_check_oracle_ct_SOURCES = tests/oracle/check_oracle_ct.c $(ORACLE_SRC)
+tests_oracle_check_oracle_ct_CFLAGS = $(UNIT_CFLAGS) $(NFCT_ORACLE_CFLAGS) $(LIBMNL_CFLAGS)
+tests_oracle_check_oracle_ct_LDADD = $(UNIT_LIBS) $(NFCT_ORACLE_LIBS)
+check_PROGRAMS += tests/oracle/check_oracle_exp
+TESTS += tests/oracle/check_oracle_exp
+tests_oracle_check_oracle_exp_SOURCES = tests/oracle/check_oracle_exp.c $(ORACLE_SRC)
+tests_oracle_check_oracle_exp_CFLAGS = $(UNIT_CFLAGS) $(NFCT_ORACLE_CFLAGS) $(LIBMNL_CFLAGS)
+tests_oracle_check_oracle_exp_LDADD = $(UNIT_LIBS) $(NFCT_ORACLE_LIBS)
+else
+TESTS += tests/oracle/missing.sh
+endif
+EXTRA_DIST += tests/oracle/missing.sh $(ORACLE_SRC) tests/oracle/check_oracle_ct.c tests/oracle/check_oracle_exp.c

@@ -45,14 +45,16 @@ void flow_reply_tuple(const struct flow_full *f, struct flow_tuple *reply);
 int flow_format_xml(char *buf, size_t cap, const struct flow_full *f, unsigned opts);
 
 /*
- * An expectation in the shape of `conntrack -L expect`: the
- * timeout (FLOW_FMT_TIMEOUT; conntrackd's -i expect has none), the expected tuple, the mask, the master, flags, class, zone,
- * helper, NAT and expect function.  Returns as flow_format().
+ * An expectation in the shape of `conntrack -L expect`: the timeout
+ * (FLOW_FMT_TIMEOUT; conntrackd's -i expect has none), the expected tuple,
+ * the mask, the master, zone, flags, class and helper, then, unless
+ * FLOW_FMT_PLAIN, ctsyncd's NAT and expect function.  Returns as
+ * flow_format().
  */
 int flow_exp_format(char *buf, size_t cap, const struct flow_exp *x, unsigned opts);
 /*
  * The same in the XML of 1.4.7's -i expect -x: the expected, mask and
- * master tuples, helper, timeout (FLOW_FMT_TIMEOUT) and class.
+ * master tuples, helper, timeout (FLOW_FMT_TIMEOUT), class, zone and flags.
  */
 int flow_exp_format_xml(char *buf, size_t cap, const struct flow_exp *x, unsigned opts);
 

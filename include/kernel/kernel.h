@@ -95,7 +95,9 @@ enum kernel_event {
  * SNAT = reply dst when SRC_NAT_DONE and it differs from the original src,
  * SPAT = reply dst port when SRC_NAT_DONE and it differs from the original
  * src port; DNAT / DPAT likewise with DST_NAT_DONE, the reply src and the
- * original dst.  Ports only for protocols with ports.  Unknown attributes
+ * original dst.  Ports only for protocols with ports.  An attribute that
+ * comes twice (the kernel sends none twice) counts as its last instance,
+ * whole, as libnetfilter_conntrack reads it.  Unknown attributes
  * are ignored (newer kernels add some); use, id, secctx and timestamps
  * are not kept, and the packet and byte counters only in ff->counters
  * (tables do not keep them).  Ports are kept for every protocol whose

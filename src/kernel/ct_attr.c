@@ -310,6 +310,10 @@ static enum kernel_reason parse_protoinfo(const struct nlattr *nest, struct flow
 	const struct nlattr *a, *b;
 	int r, s;
 
+	/* A repeated CTA_PROTOINFO replaces the earlier one whole (see kernel_ct_parse()). */
+	f->attrs &= ~(uint32_t)(FLOW_A_PROTO_STATE | FLOW_A_WSCALE | FLOW_A_DCCP_ROLE | FLOW_A_SCTP_VTAGS);
+	f->proto_state = f->dccp_role = f->wscale_orig = f->wscale_repl = 0;
+	ff->ext.sctp_vtag_orig = ff->ext.sctp_vtag_repl = 0;
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		unsigned wscale = 0;
@@ -401,6 +405,8 @@ static enum kernel_reason parse_helper(const struct nlattr *nest, struct flow_fu
 	const struct nlattr *a;
 	int r;
 
+	ff->flow.attrs &= ~(uint32_t)FLOW_A_HELPER;
+	memset(ff->ext.helper, 0, sizeof(ff->ext.helper));
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		size_t n;
@@ -414,6 +420,8 @@ static enum kernel_reason parse_helper(const struct nlattr *nest, struct flow_fu
 		ff->ext.helper[n] = '\0';
 		if (n)
 			ff->flow.attrs |= FLOW_A_HELPER;
+		else
+			ff->flow.attrs &= ~(uint32_t)FLOW_A_HELPER;
 	}
 	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;
 }
@@ -425,6 +433,7 @@ static enum kernel_reason parse_counters(const struct nlattr *nest, struct flow_
 	const struct nlattr *a;
 	int r;
 
+	c->packets[dir] = c->bytes[dir] = 0;
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		uint64_t v;
@@ -460,6 +469,8 @@ static enum kernel_reason parse_timestamp(const struct nlattr *nest, struct flow
 	const struct nlattr *a;
 	int r;
 
+	c->times = false;
+	c->start_ns = c->stop_ns = 0;
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		uint64_t v;
@@ -486,6 +497,7 @@ static enum kernel_reason parse_seq_adj(const struct nlattr *nest, uint32_t *out
 	int r;
 
 	*seen = 0;
+	out[0] = out[1] = out[2] = 0;
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		unsigned i;
@@ -507,8 +519,11 @@ static enum kernel_reason parse_synproxy(const struct nlattr *nest, struct flow_
 {
 	struct attr_iter it;
 	const struct nlattr *a;
+	unsigned seen = 0;
 	int r;
 
+	ff->flow.attrs &= ~(uint32_t)(FLOW_A_SYNPROXY | FLOW_A_SYNPROXY_EXT);
+	memset(ff->ext.synproxy, 0, sizeof(ff->ext.synproxy));
 	iter_init(&it, a_data(nest), a_len(nest));
 	while ((r = iter_next(&it, &a)) > 0) {
 		unsigned i;
@@ -522,8 +537,11 @@ static enum kernel_reason parse_synproxy(const struct nlattr *nest, struct flow_
 		}
 		NEED(a, 4);
 		ff->ext.synproxy[i] = a_be32(a);
+		seen = 1;
 	}
-	ff->flow.attrs |= FLOW_A_SYNPROXY;
+	/* Present with at least one value, as the library reads it; an empty nest says nothing. */
+	if (seen)
+		ff->flow.attrs |= FLOW_A_SYNPROXY;
 	if (ff->ext.synproxy[0] | ff->ext.synproxy[1] | ff->ext.synproxy[2])
 		ff->flow.attrs |= FLOW_A_SYNPROXY_EXT;
 	return r < 0 ? KERNEL_R_ATTR_OVERRUN : KERNEL_OK;

@@ -257,6 +257,50 @@ START_TEST(text_form_is_conntracks)
 }
 END_TEST
 
+/*
+ * A PPTP expectation (GRE, its master TCP) with a zone and two flags: what
+ * libnetfilter_conntrack 1.0.9's nfexp_snprintf() prints (1.4.7's -i expect
+ * and -x); tests/oracle compares the two on random expectations.
+ */
+START_TEST(gre_expectation_with_zone_and_flags_as_the_library)
+{
+	char line[1024];
+	struct flow_exp x;
+
+	memset(&x, 0, sizeof(x));
+	x.master.family = x.tuple.family = x.mask.family = AF_INET;
+	x.master.l4proto = IPPROTO_TCP;
+	x.tuple.l4proto = x.mask.l4proto = IPPROTO_GRE;
+	inet_pton(AF_INET, "198.18.1.1", x.master.src.bytes);
+	inet_pton(AF_INET, "198.18.1.2", x.master.dst.bytes);
+	x.master.l4.port.sport = htons(1234);
+	x.master.l4.port.dport = htons(1723);
+	x.master.zone = 3;
+	x.tuple.src = x.master.dst;
+	x.tuple.dst = x.master.src;
+	x.tuple.l4.port.dport = htons(0x1388);
+	memset(x.mask.src.bytes, 0xff, 4);
+	memset(x.mask.dst.bytes, 0xff, 4);
+	x.mask.l4.port.sport = x.mask.l4.port.dport = 0xffff;
+	x.flags = 5;                    /* PERMANENT, USERSPACE */
+	x.attrs = FLOW_EXP_A_HELPER;
+	strcpy(x.helper, "pptp");
+	flow_exp_format(line, sizeof(line), &x, 0);
+	ck_assert_str_eq(line, "proto=47 src=198.18.1.2 dst=198.18.1.1 srckey=0x0 dstkey=0x1388 "
+			 "mask-src=255.255.255.255 mask-dst=255.255.255.255 srckey=0xffff dstkey=0xffff "
+			 "master-src=198.18.1.1 master-dst=198.18.1.2 sport=1234 dport=1723 zone=3 "
+			 "PERMANENT,USERSPACE helper=pptp");
+	flow_exp_format_xml(line, sizeof(line), &x, 0);
+	ck_assert_str_eq(line, "<flow><layer3 protonum=\"2\" protoname=\"ipv4\"><expected><src>198.18.1.2</src>"
+			 "<dst>198.18.1.1</dst></expected><mask><src>255.255.255.255</src><dst>255.255.255.255"
+			 "</dst></mask><master><src>198.18.1.1</src><dst>198.18.1.2</dst></master></layer3>"
+			 "<layer4 protonum=\"47\" protoname=\"gre\"><expected><srckey>0x0</srckey><dstkey>0x1388"
+			 "</dstkey></expected><mask><srckey>0xffff</srckey><dstkey>0xffff</dstkey></mask><master>"
+			 "<sport>1234</sport><dport>1723</dport></master></layer4><meta><helper-name>pptp"
+			 "</helper-name><zone>3</zone><permanent/><userspace/></meta></flow>");
+}
+END_TEST
+
 /* ---- the engine -------------------------------------------------------------------------- */
 
 static struct {
@@ -515,6 +559,7 @@ static Suite *exp_suite(void)
 	tcase_add_test(t, table_upsert_lookup_delete);
 	tcase_add_test(t, table_grows_limits_and_clears);
 	tcase_add_test(k, netlink_build_then_parse);
+	tcase_add_test(k, gre_expectation_with_zone_and_flags_as_the_library);
 	tcase_add_test(k, netlink_rejects_bad_messages);
 	tcase_add_test(k, text_form_is_conntracks);
 	tcase_add_test(e, engine_sends_acks_and_deletes_expectations);

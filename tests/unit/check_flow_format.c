@@ -174,6 +174,125 @@ START_TEST(state_names_per_protocol)
 }
 END_TEST
 
+/*
+ * The expected lines below are what libnetfilter_conntrack 1.0.9's
+ * nfct_snprintf() prints for the same state (conntrackd 1.4.7's -i / -e);
+ * tests/oracle compares the two on random states.
+ */
+START_TEST(offloaded_flow_says_so_instead_of_assured)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.status |= IPS_OFFLOAD;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[OFFLOAD] mark=7");
+	ff.flow.status |= IPS_HW_OFFLOAD;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[HW_OFFLOAD] mark=7");
+	/* The XML knows no offload: still <assured/>. */
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<mark>7</mark><assured/></meta>"));
+}
+END_TEST
+
+START_TEST(zone_attribute_of_zero_is_printed)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.attrs |= FLOW_A_ZONE;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 ESTABLISHED src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 "
+			       "[ASSURED] mark=7 zone=0");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<mark>7</mark><zone>0</zone><assured/>"));
+}
+END_TEST
+
+START_TEST(gre_keys_print_in_hex)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_GRE;
+	ff.flow.orig.l4.port.sport = htons(0x310);
+	ff.flow.orig.l4.port.dport = htons(0x15);
+	ff.flow.attrs &= ~(uint32_t)(FLOW_A_PROTO_STATE | FLOW_A_MARK);
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "gre      47 src=10.0.0.1 dst=10.0.0.2 srckey=0x310 dstkey=0x15 "
+			       "src=10.0.0.2 dst=10.0.0.1 srckey=0x15 dstkey=0x310 [ASSURED]");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<layer4 protonum=\"47\" protoname=\"gre\"><srckey>0x310</srckey>"
+					   "<dstkey>0x15</dstkey></layer4>"));
+	/* A GRE state without keys (a 1.4.7 peer sends none) prints zeros, as the library. */
+	ff.flow.attrs &= ~(uint32_t)FLOW_A_PORTS;
+	ff.flow.orig.l4.raw = 0;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "gre      47 src=10.0.0.1 dst=10.0.0.2 srckey=0x0 dstkey=0x0 [ASSURED]");
+}
+END_TEST
+
+START_TEST(icmpv6_node_information_reply_type)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.family = AF_INET6;
+	inet_pton(AF_INET6, "2001:db8::1", &ff.flow.orig.src);
+	inet_pton(AF_INET6, "2001:db8::2", &ff.flow.orig.dst);
+	ff.flow.orig.l4proto = IPPROTO_ICMPV6;
+	ff.flow.orig.l4.raw = 0;
+	ff.flow.orig.l4.icmp.type = 139;
+	ff.flow.orig.l4.icmp.id = htons(7);
+	ff.flow.attrs = FLOW_A_ICMP | FLOW_A_STATUS;
+	ff.flow.status = IPS_SEEN_REPLY;
+	flow_format(line, sizeof(line), &ff, FLOW_FMT_REPLY);
+	ck_assert_str_eq(line, "icmpv6   58 src=2001:db8::1 dst=2001:db8::2 type=139 code=0 id=7 "
+			       "src=2001:db8::2 dst=2001:db8::1 type=140 code=0 id=7");
+}
+END_TEST
+
+START_TEST(state_out_of_its_table_prints_none)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.proto_state = 12;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_str_eq(line, "tcp      6 NONE src=10.0.0.1 dst=10.0.0.2 sport=1234 dport=80 [ASSURED] mark=7");
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<state>NONE</state>"));
+	/* The XML names DCCP's state from the TCP table, as SCTP's: OPEN (4) is FIN_WAIT. */
+	ff.flow.orig.l4proto = IPPROTO_DCCP;
+	ff.flow.proto_state = 4;
+	flow_format(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "dccp     33 OPEN "));
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<state>FIN_WAIT</state>"));
+}
+END_TEST
+
+START_TEST(xml_independent_part_only_when_something_opens_it)
+{
+	char line[FLOW_FORMAT_MAX];
+
+	tcp_flow();
+	ff.flow.orig.l4proto = IPPROTO_UDP;
+	ff.flow.attrs = FLOW_A_PORTS;
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_null(strstr(line, "independent"));
+	/* Labels open it, though nothing of them is printed. */
+	ff.flow.attrs |= FLOW_A_LABELS;
+	ff.labels.words = 1;
+	ff.labels.w[0] = 1;
+	flow_format_xml(line, sizeof(line), &ff, 0);
+	ck_assert_ptr_nonnull(strstr(line, "<meta direction=\"independent\"></meta></flow>"));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flow_format");
@@ -189,6 +308,12 @@ int main(void)
 	tcase_add_test(tc, short_buffer_is_cut_like_snprintf);
 	tcase_add_test(tc, xml_is_conntrackds);
 	tcase_add_test(tc, state_names_per_protocol);
+	tcase_add_test(tc, offloaded_flow_says_so_instead_of_assured);
+	tcase_add_test(tc, zone_attribute_of_zero_is_printed);
+	tcase_add_test(tc, gre_keys_print_in_hex);
+	tcase_add_test(tc, icmpv6_node_information_reply_type);
+	tcase_add_test(tc, state_out_of_its_table_prints_none);
+	tcase_add_test(tc, xml_independent_part_only_when_something_opens_it);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

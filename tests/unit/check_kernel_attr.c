@@ -748,6 +748,46 @@ START_TEST(parses_counters_of_both_directions)
 }
 END_TEST
 
+/*
+ * An attribute the kernel never sends twice, sent twice: the last one
+ * counts, whole, as libnetfilter_conntrack reads it (tests/oracle found
+ * ctsyncd merging them); an empty CTA_SYNPROXY says nothing.
+ */
+START_TEST(repeated_attribute_counts_as_its_last)
+{
+	char buf[BUFSZ];
+	struct tup r = invert(TCP4);
+	struct nlmsghdr *nlh = ct_msg(buf, IPCTNL_MSG_CT_NEW, NLM_F_CREATE, &TCP4, &r, IPS_CONFIRMED, 30, 0);
+	struct nlattr *n;
+	struct flow_full got;
+	enum kernel_event ev;
+
+	n = mnl_attr_nest_start(nlh, CTA_HELP);
+	mnl_attr_put_strz(nlh, CTA_HELP_NAME, "ftp");
+	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_HELP);
+	mnl_attr_put_strz(nlh, CTA_HELP_NAME, "");
+	mnl_attr_nest_end(nlh, n);
+	put_tcp_info(nlh, 3, 7, 7);
+	n = mnl_attr_nest_start(nlh, CTA_PROTOINFO);
+	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_COUNTERS_ORIG);
+	mnl_attr_put_u64(nlh, CTA_COUNTERS_PACKETS, htobe64(3));
+	mnl_attr_put_u64(nlh, CTA_COUNTERS_BYTES, htobe64(120));
+	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_COUNTERS_ORIG);
+	mnl_attr_put_u64(nlh, CTA_COUNTERS_BYTES, htobe64(60));
+	mnl_attr_nest_end(nlh, n);
+	n = mnl_attr_nest_start(nlh, CTA_SYNPROXY);
+	mnl_attr_nest_end(nlh, n);
+	PARSE_OK(nlh, &got, &ev);
+	ck_assert_uint_eq(got.flow.attrs & (FLOW_A_HELPER | FLOW_A_PROTO_STATE | FLOW_A_WSCALE | FLOW_A_SYNPROXY), 0);
+	ck_assert_str_eq(got.ext.helper, "");
+	ck_assert_uint_eq(got.counters.packets[0], 0);
+	ck_assert_uint_eq(got.counters.bytes[0], 60);
+}
+END_TEST
+
 /* ---- parsing: rejections ------------------------------------------------------------- */
 
 START_TEST(rejects_truncated_messages)
@@ -1520,6 +1560,7 @@ static Suite *kernel_attr_suite(void)
 	tcase_add_test(p, parses_seq_adj_only_when_complete);
 	tcase_add_test(p, parses_synproxy_in_wire_order);
 	tcase_add_test(p, parses_counters_of_both_directions);
+	tcase_add_test(p, repeated_attribute_counts_as_its_last);
 	tcase_add_test(p, ignores_unknown_and_unkept_attributes);
 	suite_add_tcase(s, p);
 
