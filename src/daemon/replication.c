@@ -393,8 +393,8 @@ static void arm_timer(struct replication *r)
 {
 	uint64_t now = loop_now_ms(r->loop), next = ftfw_next_deadline(r->engine);
 
-	if (!r->unheard_logged && r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST &&
-	    r->started_ms + r->peer_timeout_ms < next)
+	/* Only while the peer is still unheard: once heard, that deadline is no more. */
+	if (!r->unheard_logged && unheard(r) && r->started_ms + r->peer_timeout_ms < next)
 		next = r->started_ms + r->peer_timeout_ms;
 
 	if (ftfw_send_ready(r->engine) && !link_group_backlog(r->links))

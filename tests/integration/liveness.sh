@@ -24,6 +24,15 @@ peer() {
 peer_is() { [[ $(peer "$1" "$2" "${4:-0}") == "$3" ]]; }
 logged() { grep -c -- "$2" "$WORK/$1.log"; }
 pid_of() { head -n1 "$WORK/$1.lock"; }
+# cpu_ms SIDE SECONDS: the CPU time (user + system) SIDE's daemon uses in SECONDS.
+cpu_ms() {
+	local pid t0 t1 hz
+	pid=$(pid_of "$1") hz=$(getconf CLK_TCK)
+	t0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	sleep "$2"
+	t1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+	echo $(((t1 - t0) * 1000 / hz))
+}
 
 # --- no daemon ---------------------------------------------------------------------
 pair_conf A FTFW "$HEALTH_CONF"
@@ -43,6 +52,12 @@ kill_and_return() {
 	check "$kind: the line says so: $out" contains "$out" '^CTSYNCD OK - 1/1 peers up'
 	check "$kind: -s shows B up" peer_is A state up
 	check "$kind: -s shows when B was last heard" contains "$(peer A last_heard)" '^20[0-9-]+T[0-9:.]+Z$'
+	# Past PeerTimeout (3 s) since its start, with B heard, an idle A sleeps:
+	# its deadline for a peer never heard is gone (it once spun on it).
+	sleep 3
+	local cpu
+	cpu=$(cpu_ms A 2)
+	check "$kind: an idle A past PeerTimeout uses no CPU to speak of (${cpu} ms in 2 s)" test "$cpu" -lt 200
 
 	b=$(pid_of B)
 	kill -KILL "$b"
