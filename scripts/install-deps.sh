@@ -15,6 +15,10 @@ packages=(
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
 	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
+	# Pacemaker's resource agent for conntrackd and ocf-tester (no cluster
+	# stack: the test runs the agent alone); xmllint for ocf-tester's
+	# meta-data check
+	resource-agents libxml2-utils
 )
 
 missing=()
