@@ -13,17 +13,20 @@
 # on promote, and go back to the peer (-R, -B); the resync that demote asks
 # for refills the external cache, and demote's purge empties A's kernel
 # table; stop ends the daemon.  Then ocf-tester (every action, some twice,
-# in the orders a cluster uses).  No cluster is needed: the agent's calls
-# of crm_master go to a stand-in that records the scores.
+# in the orders a cluster uses).  Last, the shipped ctsyncd.conf, its Sync
+# block filled in, runs under the agent as it is (in a /run of its own).
+# No cluster is needed: the agent's calls of crm_master go to a stand-in
+# that records the scores.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 . "$(dirname "$0")/../lib/interop.sh"
 require_root
-require_cmd conntrack conntrackd ocf-tester xmllint
+require_cmd conntrack conntrackd ocf-tester xmllint unshare
 
 AGENT=${OCF_ROOT:-/usr/lib/ocf}/resource.d/heartbeat/conntrackd
 [[ -x $AGENT ]] || { echo "$TEST_NAME: $AGENT is missing: run scripts/install-deps.sh" >&2; exit 99; }
 CONNTRACKD=$(command -v conntrackd)
+SHIPPED_CONF=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/ctsyncd.conf
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
 MODE_OPTS="PurgeTimeout 2" pair_conf A FTFW   # demote's -t purges the kernel table 2 s later
@@ -140,5 +143,22 @@ for BIN in "$CTSYNCD" "$CONNTRACKD"; do
 	wait_until 5 pid_gone "$pid"
 	net=$((net + 1))
 done
+
+# --- the shipped /etc/ctsyncd/ctsyncd.conf ---------------------------------------------------
+# Its Sync block uncommented and given this pair's link; the rest as it is,
+# the socket and lock file in their default places, in a /run of this test's
+# own (a private mount namespace in A's network namespace).
+sed -e '/^#Sync {/,/^#}/s/^#//' -e 's/192\.0\.2\.1/198.18.1.1/; s/192\.0\.2\.2/198.18.1.2/; s/eth2/syncA/' \
+	"$SHIPPED_CONF" >"$WORK/shipped.conf"
+export OCF_RESKEY_binary=$CTSYNCD OCF_RESKEY_config=$WORK/shipped.conf OCF_RESOURCE_INSTANCE=cts$$-shipped
+seen=$(ip netns exec "$NS_A" unshare -m bash -c '
+	mount -t tmpfs ctsyncd-test /run || exit
+	for a in start monitor promote monitor demote monitor stop monitor; do
+		timeout 10 "$1" "$a" >>"$2" 2>&1
+		printf "%s=%s " "$a" "$?"
+	done' _ "$AGENT" "$WORK/agent.log")
+check "the shipped ctsyncd.conf under the agent: ${seen:-nothing ran}" \
+	test "$seen" = "start=0 monitor=0 promote=0 monitor=8 demote=0 monitor=0 stop=0 monitor=7 "
+check "no daemon is left after the agent's stop" wait_until 5 no_daemon_on_a
 
 finish
