@@ -19,6 +19,10 @@ packages=(
 	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
 	# promtool, to check the metrics of -s --prometheus
 	prometheus
+	# Pacemaker's resource agent for conntrackd and ocf-tester (no cluster
+	# stack: the test runs the agent alone); xmllint for ocf-tester's
+	# meta-data check
+	resource-agents libxml2-utils
 )
 
 missing=()

@@ -62,6 +62,10 @@ TESTS += tests/interop/alarm.sh tests/interop/restarts.sh
 EXTRA_DIST += tests/interop/alarm.sh tests/interop/restarts.sh
 TESTS += tests/interop/attributes.sh
 EXTRA_DIST += tests/interop/attributes.sh tests/lib/interop.sh
+# Pacemaker's ocf:heartbeat:conntrackd agent (and ocf-tester) managing
+# ctsyncd, and conntrackd 1.4.7 as the control.
+TESTS += tests/integration/pacemaker.sh
+EXTRA_DIST += tests/integration/pacemaker.sh
 
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.
