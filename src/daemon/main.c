@@ -5,10 +5,12 @@
 #include "build-config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -210,11 +212,46 @@ static int check_configured(const char *path)
 	return rc;
 }
 
+/*
+ * -k found no daemon behind a socket file that is still there: a daemon
+ * killed with SIGKILL left it.  If nobody holds the lock file either (a
+ * daemon holds it from before its socket exists until after it is gone),
+ * the socket is stale and goes, so that what tests for the file, such as
+ * Pacemaker's ocf:heartbeat:conntrackd monitor, sees the daemon stopped
+ * rather than failed.  The exit status stays 1, as 1.4.7's: nothing was
+ * killed.
+ */
+static void remove_stale_socket(const struct config *cfg)
+{
+	const char *sock = cfg->general.unix_path;
+	struct stat st;
+	int fd;
+
+	if (lstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return;
+	fd = open(cfg->general.lockfile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		bool held = flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+
+		close(fd);
+		if (held)
+			return;
+	} else if (errno != ENOENT) {
+		return;
+	}
+	if (unlink(sock) == 0)
+		fprintf(stderr, "ctsyncd: no daemon runs (lock file %s not held); removed its stale socket %s\n",
+			cfg->general.lockfile, sock);
+}
+
 static int run_client(const struct config *cfg, uint32_t request)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
+	int ret = ctl_client_request(cfg->general.unix_path, request, STDOUT_FILENO, &status);
 
-	if (ctl_client_request(cfg->general.unix_path, request, STDOUT_FILENO, &status) < 0)
+	if (ret == -ECONNREFUSED && request == CTL_KILL)
+		remove_stale_socket(cfg);
+	if (ret < 0)
 		return 1;
 	return status == CTL_STATUS_OK ? 0 : 1;
 }

@@ -125,6 +125,10 @@ pid=$(lock_pid); track_pid "$pid"
 kill -KILL "$pid"
 wait_until 5 pid_gone "$pid"
 check "SIGKILL leaves the lock file and socket behind" test -e "$LOCK" -a -S "$SOCK"
+out=$(in_ns "$CTSYNCD" -C "$CONF" -k 2>&1); rc=$?
+check "-k then finds no daemon (rc=$rc, as 1.4.7)" test $rc -eq 1
+check "... and, the lock file held by nobody, removes the stale socket: $out" \
+	eval '[[ ! -e $SOCK && $out == *"removed its stale socket"* ]]'
 in_ns "$CTSYNCD" -C "$CONF" -d 2>"$WORK/restart.err"; rc=$?
 check "a start after a crash succeeds (rc=$rc)" test $rc -eq 0
 pid2=$(lock_pid); track_pid "$pid2"
