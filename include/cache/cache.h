@@ -6,7 +6,8 @@
  * mirror, commit, flushes and the scheduled purge, dumps and statistics.
  *
  * The module is split by job (src/cache/): local.c and local_exp.c fill
- * the internal caches, remote.c keeps the external ones, commit.c writes
+ * the internal caches (bypass.c stands in for the conntrack one with
+ * DisableInternalCache), remote.c keeps the external ones, commit.c writes
  * them into the kernel, flush.c empties caches and kernel, report.c
  * answers dumps and statistics, cache.c holds the object's life.
  */
@@ -52,6 +53,18 @@ struct cache_listener {
 	 * again: ask the peer for its whole table.  Optional.
 	 */
 	void (*want_resync)(void *arg);
+	/*
+	 * DisableInternalCache: no entry is kept and no handle exists.  A
+	 * kernel event that passed the Filter is to be sent as it is, now
+	 * (`ff` valid during the call only); returns the bytes it took on the
+	 * wire, or a negative errno.
+	 */
+	int (*send)(void *arg, enum kernel_event ev, const struct flow_full *ff);
+	/*
+	 * DisableInternalCache: events were lost (an overrun): send the whole
+	 * kernel table (a bulk, cache_kernel_walk_*()).  Optional.
+	 */
+	void (*bulk)(void *arg);
 	void *arg;
 };
 
@@ -88,6 +101,25 @@ int cache_reopen_logs(struct cache *c);
  * the number of steps that failed.
  */
 int cache_apply_config(struct cache *c, unsigned apply);
+
+/*
+ * DisableInternalCache (Mode NOTRACK): the internal conntrack cache keeps
+ * nothing.  Events go to the listener's send(), -i and the bulk sends read
+ * the kernel table, -R has nothing to re-read, and -f leaves the kernel
+ * alone (doc/protocol.md §4.1).  The internal table exists, empty.
+ */
+bool cache_internal_disabled(const struct cache *c);
+/*
+ * DisableInternalCache: a bulk send from the kernel table.  Start (or
+ * start over) a walk of it; then each pull sends, through the listener's
+ * send() as CT_NEW, the next states the Filter accepts until about
+ * `budget` bytes went out, and returns the bytes sent; *over is set once
+ * the walk has ended (also when the dump failed, which is logged).  A
+ * state whose end an event reported during the walk is not sent.  The
+ * kernel hands out its table only as fast as the pulls take it.
+ */
+void cache_kernel_walk_start(struct cache *c);
+size_t cache_kernel_walk_pull(struct cache *c, size_t budget, bool *over);
 
 struct flow_table *cache_internal(struct cache *c);
 struct flow_table *cache_external(struct cache *c);

@@ -340,6 +340,23 @@ struct kernel_dump_cb {
  */
 struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned recv_per_slice,
 				      const struct kernel_dump_cb *cb, void *arg, int *err);
+/*
+ * A pulled dump: the same request, but not on the loop.  Its owner takes
+ * the entries with kernel_dump_pull(), and the kernel fills the next part
+ * of the dump only when the owner has used up the one in hand, so a dump
+ * kept waiting holds the kernel's place in the table and at most one part
+ * (64 KiB) here, however large the table.  Returns NULL with *err = -errno.
+ */
+struct kernel_dump *kernel_dump_open(int family, const struct kernel_dump_cb *cb, void *arg, int *err);
+/*
+ * Deliver up to `max` entries of a pulled dump through its callbacks,
+ * reading the socket when the part in hand is used up.  Returns the
+ * number delivered: fewer than `max` when the dump ended (on_done was
+ * called from here, and the dump is freed: forget the handle there) or
+ * when the kernel has nothing ready yet (call again later).  Callbacks may
+ * kernel_dump_cancel() it.
+ */
+unsigned kernel_dump_pull(struct kernel_dump *d, unsigned max);
 /* Stop before the end (no on_done) and free; not from inside on_done. */
 void kernel_dump_cancel(struct kernel_dump *d);
 

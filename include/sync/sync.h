@@ -256,6 +256,19 @@ struct ftfw_ops {
 	 * NULL uses a PRNG seeded with cfg->random_seed.
 	 */
 	uint32_t (*random)(void *arg);
+	/*
+	 * NOTRACK with DisableInternalCache: the owner keeps no table of its
+	 * flows (the engine's is empty) and walks the kernel's instead.  Both
+	 * or neither.  A bulk walk (ftfw_bulk(), and every walk a peer causes,
+	 * coalesced and spaced as usual) calls bulk_begin() when it starts or
+	 * starts over; then ftfw_send(), where it would walk the table's flows,
+	 * calls bulk_pull() with the bytes it may still send: the owner sends
+	 * states with ftfw_send_state() (the one call back into the engine
+	 * allowed there), returns the bytes they took, and sets *over once
+	 * its walk has ended.  The expectations of the table follow as usual.
+	 */
+	void (*bulk_begin)(void *arg);
+	size_t (*bulk_pull)(void *arg, size_t budget, bool *over);
 };
 
 /*
@@ -319,6 +332,14 @@ int ftfw_flow_changed(struct ftfw *e, uint32_t h);
 int ftfw_flow_loaded(struct ftfw *e, uint32_t h);
 /* Take `h` out of whatever queue holds it; call before deleting it on your own. */
 void ftfw_flow_forget(struct ftfw *e, uint32_t h);
+/*
+ * NOTRACK without an internal table (DisableInternalCache): send `ff` at
+ * once, nothing kept, as a message of `type` (WIRE_T_CT_NEW, CT_UPD or
+ * CT_DEL, which carries the key only) with the next sequence number.
+ * Returns the bytes emitted, -EINVAL in another mode or for another type,
+ * or the codec's -errno (the state is dropped and counted in tx_refused).
+ */
+int ftfw_send_state(struct ftfw *e, uint8_t type, const struct flow_full *ff, uint64_t now);
 
 /*
  * Expectations (ExpectationSync).  The engine sends the entries of an

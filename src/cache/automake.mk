@@ -5,6 +5,7 @@ libctsyncd_a_SOURCES += \
 	src/cache/cache.c \
 	src/cache/local.c \
 	src/cache/local_exp.c \
+	src/cache/bypass.c \
 	src/cache/remote.c \
 	src/cache/commit.c \
 	src/cache/flush.c \

@@ -282,8 +282,15 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
 		return -ENOMEM;
 	c->cfg = cfg;
 	c->loop = loop;
+	c->bypass = cfg->role == CONFIG_ROLE_SYNC && cfg->sync.mode == CONFIG_MODE_NOTRACK &&
+		    cfg->sync.disable_internal_cache;
+	flow_keyset_init(&c->walk_ended, seed ^ 0x5bd1e995u);
+	/* DisableInternalCache: the table stays empty (the engine still wants one). */
+	if (c->bypass)
+		topt.buckets = 16;
 	err = flow_table_new(&topt, &c->internal);
 	if (err == 0) {
+		topt.buckets = cfg->general.hash_size;
 		topt.seed = seed * 2654435761u + 1;
 		topt.user_bytes = 0;
 		err = flow_table_new(&topt, &c->external);
@@ -412,6 +419,13 @@ int cache_start(struct cache *c)
 		err = kernel_events_set_filter(c->events, true, NULL, 0);
 	if (err < 0)
 		log_warning("cannot filter our own writes out of the event socket: %s", strerror(-err));
+	if (c->bypass) {
+		/* Nothing to load: the expectations only (their cache is kept). */
+		log_notice("DisableInternalCache: kernel events are sent as they come; no internal cache");
+		if (cache_has_exps(c) && (err = cache_exp_load(c, false, NULL)) < 0)
+			log_error("cannot dump the kernel's expectations: %s", strerror(-err));
+		return 0;
+	}
 	cache_start_load(c, LOAD_STARTUP);
 	return c->dump ? 0 : -EIO;
 }
@@ -547,6 +561,7 @@ void cache_free(struct cache *c)
 	cache_finish_all(&c->purge_waiters, CTL_STATUS_FAILED, "%s", bye);
 	cache_finish_all(&c->load_waiters, CTL_STATUS_FAILED, "%s", bye);
 	kernel_dump_cancel(c->x.dump);
+	cache_bypass_free(c);
 	stats_log_free(c->stats_log);
 	kernel_getter_free(c->getter);
 	if (c->dump)

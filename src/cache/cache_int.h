@@ -12,6 +12,7 @@
 
 #include "cache/cache.h"
 #include "flow/flow.h"
+#include "flow/keyset.h"
 #include "loop/loop.h"
 
 struct exp_table;
@@ -206,6 +207,17 @@ struct cache {
 	uint32_t refilter_cursor;
 	uint64_t refiltered;
 
+	/* DisableInternalCache (bypass.c): no internal conntrack cache */
+	bool bypass;
+	struct kernel_dump *walk;         /* the bulk's walk of the kernel table, or NULL */
+	struct flow_keyset walk_ended;    /* keys whose end an event reported during the walk */
+	size_t walk_sent_now;             /* bytes sent by the current pull */
+	struct cache_bypass_counters {
+		uint64_t sent_new, sent_update, sent_destroy, send_failed;
+		uint64_t walks, walk_sent, walk_filtered, walk_skipped_ended, walk_failed;
+		uint64_t dumps;           /* -i answered from the kernel */
+	} bp;
+
 	/* states a table refused (HashLimit, memory): repaired once there is room (cache.c) */
 	struct cache_gap local_gap, remote_gap;
 	struct loop_timer *repair_timer;
@@ -274,6 +286,14 @@ void cache_exp_on_event(struct cache *c, const void *msg, size_t len, bool own_w
  * `req`, if not NULL, is answered when the dump ends.  0 or -errno.
  */
 int cache_exp_load(struct cache *c, bool tell, struct control_request *req);
+
+/* ---- bypass.c: DisableInternalCache ---- */
+/* A kernel event that passed the Filter: straight to the listener's send(). */
+void cache_bypass_event(struct cache *c, enum kernel_event ev, const struct flow_full *ff);
+/* -i, -i -x: the kernel table itself, streamed as the client reads it. */
+enum control_result cache_bypass_dump(struct cache *c, struct control_request *req, bool xml);
+/* Stop the walk, free what it holds. */
+void cache_bypass_free(struct cache *c);
 
 /* ---- remote.c: the external caches ---- */
 /* A failed injection or mirror write (cookie with COOKIE_INJECT). */

@@ -96,7 +96,7 @@ static void purge_done(void *arg, int err, uint64_t seen, const struct kernel_wr
 	 * them): re-read the table so that the internal cache loses them too,
 	 * without telling the peer, as conntrackd does for flushes.
 	 */
-	if (!c->dump)
+	if (!c->dump && !c->bypass)
 		cache_start_load(c, LOAD_REDUMP);
 	cache_poll_go_on(c);
 	cache_finish_all(&c->purge_waiters, CTL_STATUS_OK, "kernel flush: %llu of %llu states deleted",
@@ -161,7 +161,16 @@ enum control_result cache_answer_flush(struct control_request *req, void *arg)
 		return CONTROL_DONE;
 	}
 	loop_timer_disarm(c->purge_timer);
-	if (code != CTL_FLUSH_EXTERNAL) {
+	if (code != CTL_FLUSH_EXTERNAL && c->bypass) {
+		/*
+		 * conntrackd 1.4.7 flushes the kernel table here (every state the
+		 * Filter accepts).  The stock primary-backup.sh runs -f right
+		 * after -c on a takeover: that would delete the states just
+		 * committed, and the new primary's connections with them.
+		 */
+		control_request_printf(req, "internal cache: disabled (DisableInternalCache), nothing to "
+				       "flush; the kernel table is left as it is (-F flushes it)\n");
+	} else if (code != CTL_FLUSH_EXTERNAL) {
 		control_request_printf(req, "internal cache flushed: %u states\n", flow_table_count(c->internal));
 		flush_internal(c);
 	}
@@ -235,6 +244,13 @@ enum control_result cache_answer_redump(struct control_request *req, void *arg)
 			return CONTROL_DONE;
 		}
 		return CONTROL_PENDING;
+	}
+	if (c->bypass) {
+		/* As 1.4.7 ("resync is unsupported in this mode"), answered, exit status 0. */
+		control_request_printf(req, "ctsyncd: -R is not supported with DisableInternalCache: there "
+				       "is no internal cache to re-read from the kernel (-B sends the kernel "
+				       "table to the peer)\n");
+		return CONTROL_DONE;
 	}
 	if (!c->dump)
 		cache_start_load(c, LOAD_REDUMP);

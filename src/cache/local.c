@@ -244,6 +244,10 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 		c->n.events_filtered++;
 		return;
 	}
+	if (c->bypass) {
+		cache_bypass_event(c, ev, ff);
+		return;
+	}
 	hash = flow_table_hash(c->internal, &ff->flow.orig);
 	handle = flow_table_lookup_hashed(c->internal, &ff->flow.orig, hash);
 	switch (ev) {
@@ -331,6 +335,13 @@ void cache_on_overrun_timer(struct loop *loop, struct loop_timer *timer, void *a
 
 	(void)loop;
 	(void)timer;
+	if (c->bypass) {
+		/* No cache to bring up to date: the peer gets the whole table again. */
+		c->n.resyncs++;
+		if (c->listener.bulk)
+			c->listener.bulk(c->listener.arg);
+		return;
+	}
 	if (c->dump) {
 		c->resync_again = true;
 		return;

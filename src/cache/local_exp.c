@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "flow/exp_table.h"
+#include "flow/filter.h"
 #include "flow/table.h"
 #include "loop/log.h"
 
@@ -33,6 +34,21 @@ static bool helper_wanted(const struct cache *c, const struct flow_exp *e)
 	return false;
 }
 
+/*
+ * DisableInternalCache: the master is looked up in the kernel (as 1.4.7
+ * does then), and must pass the Filter, as its events would.
+ */
+static bool master_in_kernel(struct cache *c, const struct flow_tuple *master)
+{
+	int err = 0;
+
+	if (!c->getter && !(c->getter = kernel_getter_new(&err))) {
+		log_warning("cannot look up an expectation's master: %s", strerror(-err));
+		return false;
+	}
+	return kernel_get(c->getter, master, &c->reread) == 0 && flow_filter_pass_full(c->filter, &c->reread);
+}
+
 /* 1.4.7 replicates an expectation only together with its master. */
 static bool passes(struct cache *c, const struct flow_exp *e)
 {
@@ -40,7 +56,7 @@ static bool passes(struct cache *c, const struct flow_exp *e)
 		c->x.n.filtered_helper++;
 		return false;
 	}
-	if (!flow_table_lookup(c->internal, &e->master)) {
+	if (c->bypass ? !master_in_kernel(c, &e->master) : !flow_table_lookup(c->internal, &e->master)) {
 		c->x.n.filtered_master++;
 		return false;
 	}

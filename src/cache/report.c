@@ -115,6 +115,8 @@ enum control_result cache_answer_dump(struct control_request *req, void *arg)
 	switch (code) {
 	case CTL_DUMP_INTERNAL_CT:
 	case CTL_DUMP_INTERNAL_CT_XML:
+		if (c->bypass)
+			return cache_bypass_dump(c, req, code == CTL_DUMP_INTERNAL_CT_XML);
 		return dump_stream(c, req, c->internal, NULL, FLOW_FMT_REPLY,
 				   code == CTL_DUMP_INTERNAL_CT_XML);
 	case CTL_DUMP_EXTERNAL_CT:
@@ -134,11 +136,18 @@ enum control_result cache_answer_dump(struct control_request *req, void *arg)
 	return CONTROL_DONE;
 }
 
-/* One table's section; `gap`: what it refused and its repairs (NULL: not tracked). */
+/*
+ * One table's section; `gap`: what it refused and its repairs (NULL: not
+ * tracked); `disabled`: whether DisableInternalCache keeps it empty (NULL:
+ * not said, the other tables).
+ */
 static void cache_report_table(struct report *r, const char *name, const struct flow_table_stats *st,
-			       const struct cache_gap *gap)
+			       const struct cache_gap *gap, const bool *disabled)
 {
 	report_begin(r, name);
+	if (disabled)
+		report_flag(r, "disabled", *disabled,
+			    "1 with DisableInternalCache: the internal cache keeps nothing.");
 	report_gauge(r, "active", st->active, "Live entries.");
 	report_gauge(r, "dead", st->dead, "Entries marked dead, waiting to be reused.");
 	report_gauge(r, "max_seen", st->max_seen, "Most entries (live and dead) at once so far.");
@@ -160,12 +169,35 @@ static void cache_report_table(struct report *r, const char *name, const struct 
 }
 
 static void report_table(struct report *r, const char *name, struct flow_table *t,
-			 const struct cache_gap *gap)
+			 const struct cache_gap *gap, const bool *disabled)
 {
 	struct flow_table_stats st;
 
 	flow_table_stats(t, &st);
-	cache_report_table(r, name, &st, gap);
+	cache_report_table(r, name, &st, gap, disabled);
+}
+
+/* DisableInternalCache: what went to the peer without a cache (1.4.7's "internal bypass"). */
+static void report_bypass(struct cache *c, struct report *r)
+{
+	report_begin(r, "internal_bypass");
+	report_counter(r, "sent_new", c->bp.sent_new, "Kernel events NEW sent to the peer as they came.");
+	report_counter(r, "sent_updated", c->bp.sent_update,
+		       "Kernel events UPDATE sent to the peer as they came.");
+	report_counter(r, "sent_destroyed", c->bp.sent_destroy,
+		       "Kernel events DESTROY sent to the peer as they came.");
+	report_counter(r, "send_failed", c->bp.send_failed, "States that could not be encoded and sent.");
+	report_counter(r, "kernel_walks", c->bp.walks,
+		       "Bulk sends from the kernel table (-B, the peer's RESYNC, after an event overrun).");
+	report_flag(r, "kernel_walk_running", c->walk != NULL, "1 while a bulk send reads the kernel table.");
+	report_counter(r, "kernel_walk_sent", c->bp.walk_sent, "States the bulk sends took from the kernel table.");
+	report_counter(r, "kernel_walk_left_out_by_filter", c->bp.walk_filtered,
+		       "States of the kernel table the bulk sends left out: the Filter ignores them.");
+	report_counter(r, "kernel_walk_skipped_ended", c->bp.walk_skipped_ended,
+		       "States a bulk send did not send: an event said they ended during it.");
+	report_counter(r, "kernel_walk_failed", c->bp.walk_failed, "Bulk sends whose kernel dump failed.");
+	report_counter(r, "kernel_listings", c->bp.dumps, "Answers to -i read from the kernel table.");
+	report_end(r);
 }
 
 static void report_exps(struct cache *c, struct report *r)
@@ -173,9 +205,9 @@ static void report_exps(struct cache *c, struct report *r)
 	struct flow_table_stats st;
 
 	exp_table_stats(c->x.internal, &st);
-	cache_report_table(r, "internal_expectations", &st, NULL);
+	cache_report_table(r, "internal_expectations", &st, NULL, NULL);
 	exp_table_stats(c->x.external, &st);
-	cache_report_table(r, "external_expectations", &st, NULL);
+	cache_report_table(r, "external_expectations", &st, NULL, NULL);
 	report_begin(r, "expectations");
 	report_counter(r, "events_new", c->x.n.events_new, "Expectation events NEW from the kernel.");
 	report_counter(r, "events_destroy", c->x.n.events_destroy,
@@ -242,9 +274,11 @@ void cache_report(struct cache *c, struct report *r)
 	struct kernel_events_stats ev = { 0 };
 	struct kernel_write_stats wr;
 
-	report_table(r, "internal_cache", c->internal, &c->local_gap);
+	report_table(r, "internal_cache", c->internal, &c->local_gap, &c->bypass);
+	if (c->bypass)
+		report_bypass(c, r);
 	if (c->cfg->role == CONFIG_ROLE_SYNC)
-		report_table(r, "external_cache", c->external, &c->remote_gap);
+		report_table(r, "external_cache", c->external, &c->remote_gap, NULL);
 	if (cache_has_exps(c))
 		report_exps(c, r);
 	if (c->events)

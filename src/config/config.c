@@ -301,6 +301,16 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 		if (s->links[i].is_default)
 			s->default_link = i;
 	}
+	/*
+	 * A poll finds what changed by comparing the kernel table with the
+	 * internal cache; without one it could only send the whole table
+	 * every time (conntrackd 1.4.7 then sends nothing at all).
+	 */
+	if (s->disable_internal_cache && cfg->general.poll_secs)
+		return config_set_error(err, name, marks->mode_line, 0,
+					"DisableInternalCache cannot be combined with PollSecs (%u): a poll "
+					"finds what changed by comparing the kernel table with the internal "
+					"cache (conntrackd 1.4.7 would replicate nothing)", cfg->general.poll_secs);
 	if (s->hot_standby && s->disable_external_cache)
 		return config_set_error(err, name, marks->mode_line, 0,
 					"HotStandby keeps the external cache and also writes it into the kernel; "

@@ -346,6 +346,38 @@ static void on_local_loaded(void *arg, uint32_t handle)
 	ftfw_flow_loaded(r->engine, handle);
 }
 
+/* ---- DisableInternalCache: states straight from the kernel to the wire ---------------- */
+
+static int on_local_send(void *arg, enum kernel_event ev, const struct flow_full *ff)
+{
+	struct replication *r = arg;
+	uint8_t type = ev == KERNEL_EV_DESTROY ? WIRE_T_CT_DEL :
+		       ev == KERNEL_EV_UPDATE ? WIRE_T_CT_UPD : WIRE_T_CT_NEW;
+
+	return ftfw_send_state(r->engine, type, ff, loop_now_ms(r->loop));
+}
+
+static void on_want_bulk(void *arg)
+{
+	struct replication *r = arg;
+
+	ftfw_bulk(r->engine);
+}
+
+static void bulk_begin(void *arg)
+{
+	struct replication *r = arg;
+
+	cache_kernel_walk_start(r->cache);
+}
+
+static size_t bulk_pull(void *arg, size_t budget, bool *over)
+{
+	struct replication *r = arg;
+
+	return cache_kernel_walk_pull(r->cache, budget, over);
+}
+
 /*
  * -n and -B have nothing to do in ALARM (protocol.md §4): the refresh
  * timers send everything.  Done, as conntrackd 1.4.7 answers (exit 0): the
@@ -435,8 +467,11 @@ enum control_result replication_answer_bulk(struct control_request *req, void *a
 	if (alarm_refuses(r, req))
 		return CONTROL_DONE;
 	ftfw_bulk(r->engine);
-	control_request_printf(req, "bulk send of %u states started\n",
-			       flow_table_count(cache_internal(r->cache)));
+	if (cache_internal_disabled(r->cache))
+		control_request_printf(req, "bulk send of the kernel table started (DisableInternalCache)\n");
+	else
+		control_request_printf(req, "bulk send of %u states started\n",
+				       flow_table_count(cache_internal(r->cache)));
 	return CONTROL_DONE;
 }
 
@@ -723,6 +758,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
 		.peer_event = peer_event, .peer_reset = peer_reset,
 	};
+	struct ftfw_ops bypass_ops;
 	struct ftfw_config fc = { 0 };
 	struct link_group_params lp = {
 		.sync = &cfg->sync,
@@ -733,8 +769,9 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	};
 	struct cache_listener listener = {
 		.changed = on_local_change, .forget = on_local_forget, .loaded = on_local_loaded,
-		.want_resync = on_want_resync,
+		.want_resync = on_want_resync, .send = on_local_send, .bulk = on_want_bulk,
 	};
+	const struct ftfw_ops *engine_ops = cache_exp_internal(caches) ? &ops : &ops_no_exp;
 	struct replication *r;
 	uint32_t salt = 0, seq;
 	int err;
@@ -782,8 +819,14 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	if (r->sealing)
 		sealing_set_links(r->sealing, r->links);
 	/* Without ExpectationSync the peer's expectations are counted and ignored (as 1.4.7 does). */
-	err = ftfw_new(&fc, cache_exp_internal(caches) ? &ops : &ops_no_exp, r, cache_internal(caches), seq,
-		       loop_now_ms(loop), &r->engine);
+	/* DisableInternalCache: a bulk walks the kernel table, through the cache. */
+	if (cache_internal_disabled(caches)) {
+		bypass_ops = *engine_ops;
+		bypass_ops.bulk_begin = bulk_begin;
+		bypass_ops.bulk_pull = bulk_pull;
+		engine_ops = &bypass_ops;
+	}
+	err = ftfw_new(&fc, engine_ops, r, cache_internal(caches), seq, loop_now_ms(loop), &r->engine);
 	if (err == 0 && cache_exp_internal(caches))
 		err = ftfw_attach_expectations(r->engine, cache_exp_internal(caches));
 	if (err == 0) {

@@ -5,9 +5,10 @@ libctsyncd_a_SOURCES += src/flow/flow.c \
 	src/flow/labels.c src/flow/labels.h \
 	src/flow/table.c \
 	src/flow/exp_table.c \
+	src/flow/keyset.c \
 	src/flow/filter.c \
 	src/flow/format.c
-noinst_HEADERS += include/flow/flow.h include/flow/table.h include/flow/exp_table.h include/flow/filter.h include/flow/format.h
+noinst_HEADERS += include/flow/flow.h include/flow/table.h include/flow/exp_table.h include/flow/filter.h include/flow/format.h include/flow/keyset.h
 
 check_PROGRAMS += tests/unit/check_flow_table tests/unit/check_flow_filter
 TESTS += tests/unit/check_flow_table tests/unit/check_flow_filter

@@ -4,12 +4,16 @@
  * The kernel fills the next part of a dump (one skb of up to 32 KiB, about
  * 200 entries) each time the socket is read, so a dump naturally advances
  * at the pace we read it: a slice is a bounded number of reads, and the
- * level-triggered socket brings us back on the next loop iteration.
+ * level-triggered socket brings us back on the next loop iteration.  A
+ * pulled dump (kernel_dump_open()) is not on the loop: its owner takes the
+ * entries one by one, and a read happens only when the part in hand is
+ * used up, so the dump goes exactly as fast as its consumer.
  */
 #include "kernel/kernel.h"
 #include "nl.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +40,8 @@ struct kernel_dump {
 	bool dispatching;
 	bool cancelled;
 	bool interrupted;
+	size_t off;                     /* the next message of the part in hand (buf) ... */
+	int left;                       /* ... and the bytes from there on */
 	uint64_t start_us;
 	struct kernel_dump_stats st;
 	struct flow_full ff;
@@ -45,7 +51,8 @@ struct kernel_dump {
 
 static void dump_free(struct kernel_dump *d)
 {
-	loop_unwatch(d->loop, d->fd);
+	if (d->loop)
+		loop_unwatch(d->loop, d->fd);
 	mnl_socket_close(d->nl);
 	free(d);
 }
@@ -53,17 +60,23 @@ static void dump_free(struct kernel_dump *d)
 static void finish(struct kernel_dump *d, int err)
 {
 	d->st.elapsed_us = nl_now_us() - d->start_us;
-	loop_unwatch(d->loop, d->fd);
+	if (d->loop)
+		loop_unwatch(d->loop, d->fd);
 	d->cancelled = true;            /* no more callbacks, whatever on_done does */
 	d->cb.on_done(d->arg, err, &d->st);
 }
 
-/* Returns 1 when the dump is over (done, error or cancelled). */
-static int handle_buffer(struct kernel_dump *d, int len)
+/*
+ * Deliver entries of the part in hand, at most `max` (*delivered counts
+ * them), keeping the place of the next one.  Returns 1 when the dump is
+ * over (done, error or cancelled).
+ */
+static int deliver(struct kernel_dump *d, unsigned max, unsigned *delivered)
 {
-	const struct nlmsghdr *nlh = (const struct nlmsghdr *)d->buf;
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)(d->buf + d->off);
+	int len = d->left;
 
-	for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
+	for (; *delivered < max && mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len)) {
 		enum kernel_event kind;
 		enum kernel_reason why;
 
@@ -96,6 +109,7 @@ static int handle_buffer(struct kernel_dump *d, int len)
 			continue;
 		}
 		d->st.flows++;
+		(*delivered)++;
 		if (d->cb.on_exp)
 			d->cb.on_exp(d->arg, &d->x);
 		else
@@ -103,7 +117,42 @@ static int handle_buffer(struct kernel_dump *d, int len)
 		if (d->cancelled)
 			return 1;
 	}
+	d->off = (size_t)((const uint8_t *)nlh - d->buf);
+	d->left = mnl_nlmsg_ok(nlh, len) ? len : 0;
 	return 0;
+}
+
+/*
+ * Read the next part of the dump into buf.  Returns 1 when there is one,
+ * 0 when the kernel has nothing ready (or the read was not for us), -1
+ * when the dump is over (finish() was called).
+ */
+static int read_part(struct kernel_dump *d)
+{
+	struct sockaddr_nl from;
+	struct iovec iov = { d->buf, sizeof(d->buf) };
+	struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	d->st.recv_calls++;
+	do
+		n = recvmsg(d->fd, &mh, MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		if (errno == EAGAIN)
+			return 0;
+		finish(d, -errno);
+		return -1;
+	}
+	if (n == 0 || mh.msg_namelen != sizeof(from) || from.nl_pid != 0)
+		return 0;
+	if (mh.msg_flags & MSG_TRUNC) {
+		finish(d, -EMSGSIZE);
+		return -1;
+	}
+	d->off = 0;
+	d->left = (int)n;
+	return 1;
 }
 
 static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
@@ -112,40 +161,50 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 	bool over = false;
 
 	(void)loop;
+	(void)fd;
 	(void)events;
 	d->dispatching = true;
 	for (unsigned i = 0; i < d->per_slice && !over; i++) {
-		struct sockaddr_nl from;
-		struct iovec iov = { d->buf, sizeof(d->buf) };
-		struct msghdr mh = { .msg_name = &from, .msg_namelen = sizeof(from), .msg_iov = &iov, .msg_iovlen = 1 };
-		ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT);
+		unsigned n = 0;
+		int r = read_part(d);
 
-		d->st.recv_calls++;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				break;
-			finish(d, -errno);
+		if (r < 0)
 			over = true;
+		else if (r == 0)
 			break;
-		}
-		if (n == 0 || mh.msg_namelen != sizeof(from) || from.nl_pid != 0)
-			continue;
-		if (mh.msg_flags & MSG_TRUNC) {
-			finish(d, -EMSGSIZE);
-			over = true;
-			break;
-		}
-		over = handle_buffer(d, (int)n);
+		else
+			over = deliver(d, UINT_MAX, &n);
 	}
 	d->dispatching = false;
 	if (d->cancelled)
 		dump_free(d);
 }
 
-struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned recv_per_slice,
-				      const struct kernel_dump_cb *cb, void *arg, int *err)
+unsigned kernel_dump_pull(struct kernel_dump *d, unsigned max)
+{
+	unsigned n = 0;
+	bool over = false;
+
+	d->dispatching = true;
+	while (n < max && !over) {
+		int r = d->left > 0 ? 1 : read_part(d);
+
+		if (r < 0)
+			over = true;
+		else if (r == 0)
+			break;
+		else
+			over = deliver(d, max, &n);
+	}
+	d->dispatching = false;
+	if (d->cancelled)
+		dump_free(d);
+	return n;
+}
+
+/* A dump requested on its own socket; watched on `loop` unless NULL (pulled). */
+static struct kernel_dump *dump_new(struct loop *loop, int family, unsigned recv_per_slice,
+				    const struct kernel_dump_cb *cb, void *arg, int *err)
 {
 	struct kernel_dump *d;
 	struct nlmsghdr *nlh;
@@ -193,7 +252,7 @@ struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned re
 		free(d);
 		return NULL;
 	}
-	if ((e = loop_watch(loop, d->fd, LOOP_READ, on_readable, d)) < 0) {
+	if (loop && (e = loop_watch(loop, d->fd, LOOP_READ, on_readable, d)) < 0) {
 		*err = e;
 		mnl_socket_close(d->nl);
 		free(d);
@@ -201,6 +260,21 @@ struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned re
 	}
 	*err = 0;
 	return d;
+}
+
+struct kernel_dump *kernel_dump_start(struct loop *loop, int family, unsigned recv_per_slice,
+				      const struct kernel_dump_cb *cb, void *arg, int *err)
+{
+	if (!loop) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	return dump_new(loop, family, recv_per_slice, cb, arg, err);
+}
+
+struct kernel_dump *kernel_dump_open(int family, const struct kernel_dump_cb *cb, void *arg, int *err)
+{
+	return dump_new(NULL, family, 0, cb, arg, err);
 }
 
 void kernel_dump_cancel(struct kernel_dump *d)

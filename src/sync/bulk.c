@@ -34,6 +34,8 @@ static void bulk_start(struct ftfw *e)
 	e->bulk_cursor = 0;
 	e->bulk_rerun = false;
 	e->st.bulk_walks++;
+	if (e->ops.bulk_begin)
+		e->ops.bulk_begin(e->arg);
 }
 
 /*
@@ -102,6 +104,24 @@ bool ftfw_bulk_refill(struct ftfw *e)
 		queued++;
 	}
 	return true;
+}
+
+bool ftfw_bulk_pull(struct ftfw *e, size_t *left)
+{
+	bool over = false;
+	size_t sent = e->ops.bulk_pull(e->arg, *left, &over);
+
+	*left -= sent < *left ? sent : *left;
+	if (!over)
+		return false;
+	if (e->xt) {
+		/* The flows first, as in a walk of the table: then the expectations. */
+		e->bulk_exp = true;
+		e->bulk_cursor = 0;
+		return true;
+	}
+	bulk_walk_ended(e);
+	return e->bulk;
 }
 
 void ftfw_bulk(struct ftfw *e)

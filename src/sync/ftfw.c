@@ -95,7 +95,7 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 	uint32_t cursor = 0, h;
 	int ret;
 
-	if (!ops->emit || !ops->apply || !ops->dead_acked || !internal)
+	if (!ops->emit || !ops->apply || !ops->dead_acked || !internal || !ops->bulk_begin != !ops->bulk_pull)
 		return -EINVAL;
 	if (c.mode != FTFW_MODE_FTFW && c.mode != FTFW_MODE_NOTRACK && c.mode != FTFW_MODE_ALARM)
 		return -EINVAL;
@@ -387,6 +387,26 @@ static void free_ring_slot(struct ftfw *e)
 	}
 }
 
+int ftfw_send_state(struct ftfw *e, uint8_t type, const struct flow_full *ff, uint64_t now)
+{
+	struct wire_hdr hdr = { .type = type, .seq = e->seq };
+	int n;
+
+	if (!e->notrack || e->alarm || (type != WIRE_T_CT_NEW && type != WIRE_T_CT_UPD && type != WIRE_T_CT_DEL))
+		return -EINVAL;
+	e->now = max_u64(e->now, now);
+	n = wire_ct_encode(e->buf, sizeof(e->buf), &hdr, ff,
+			   e->cfg.enc_opts | (type == WIRE_T_CT_DEL ? WIRE_ENC_KEY_ONLY : 0), NULL);
+	if (n < 0) {
+		e->st.tx_refused++;
+		return n;
+	}
+	emit_msg(e, e->buf, (size_t)n, 0, now);
+	e->progress_at = now;
+	e->st.data_sent++;
+	return n;
+}
+
 enum tx_result { TX_SENT, TX_NO_ROOM, TX_DROPPED };
 
 static enum tx_result tx_flow(struct ftfw *e, uint32_t h, uint64_t now, size_t *left)
@@ -474,7 +494,9 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 		/* Retransmissions first: they are the oldest news the peer lacks. */
 		q = e->q[Q_RETX].head ? &e->q[Q_RETX] : &e->q[Q_TX];
 		if (!q->head) {
-			if (!ftfw_bulk_may_run(e) || !ftfw_bulk_refill(e))
+			if (!ftfw_bulk_may_run(e))
+				break;
+			if (e->ops.bulk_pull && !e->bulk_exp ? !ftfw_bulk_pull(e, &left) : !ftfw_bulk_refill(e))
 				break;
 			continue;
 		}

@@ -265,6 +265,8 @@ void ftfw_bulk_for_peer(struct ftfw *e);
 bool ftfw_bulk_may_run(const struct ftfw *e);
 /* Queue the next slice of the walk; false once the walk is over. */
 bool ftfw_bulk_refill(struct ftfw *e);
+/* The owner's walk instead (ops->bulk_pull): true to go on at once, false when the budget is spent or the owner waits. */
+bool ftfw_bulk_pull(struct ftfw *e, size_t *left);
 /* Start a walk that waited for the spacing, when it is due. */
 void ftfw_bulk_tick(struct ftfw *e, uint64_t now);
 

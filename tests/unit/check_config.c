@@ -366,6 +366,10 @@ static const struct bad_case bad_cases[] = {
 	{ "rejects_disable_internal_cache_outside_notrack",
 	  "Sync { Mode FTFW { DisableInternalCache on } " UDP_LINK "}",
 	  "1:20: option 'DisableInternalCache' is only accepted in Mode NOTRACK; Mode FTFW accepts " FTFW_OPTS },
+	{ "rejects_disable_internal_cache_with_pollsecs",
+	  "General { PollSecs 5 }\nSync { Mode NOTRACK { DisableInternalCache on } " UDP_LINK "}",
+	  "2:0: DisableInternalCache cannot be combined with PollSecs (5): a poll finds what changed by "
+	  "comparing the kernel table with the internal cache (conntrackd 1.4.7 would replicate nothing)" },
 	{ "rejects_ftfw_option_in_alarm", "Sync { Mode ALARM { ACKWindowSize 5 } }",
 	  "1:21: option 'ACKWindowSize' is only accepted in Mode FTFW; Mode ALARM accepts "
 	  "RefreshTime, CacheTimeout, CommitTimeout or PurgeTimeout" },

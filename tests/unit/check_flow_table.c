@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "flow/flow.h"
+#include "flow/keyset.h"
 #include "flow/table.h"
 
 /*
@@ -1187,6 +1188,65 @@ START_TEST(memory_per_plain_state_at_1m)
 }
 END_TEST
 
+/* ---- the key set (flow/keyset.h) ------------------------------------------------ */
+
+START_TEST(keyset_holds_what_was_added_across_growth)
+{
+	struct flow_keyset ks;
+	struct flow_full ff, v6;
+
+	flow_keyset_init(&ks, 7);
+	make_v4(&ff, 1);
+	ck_assert(!flow_keyset_has(&ks, &ff.flow.orig));
+	for (uint32_t i = 1; i <= 5000; i++) {
+		make_v4(&ff, i);
+		ck_assert_int_eq(flow_keyset_add(&ks, &ff.flow.orig), 0);
+	}
+	make_v4(&ff, 77);
+	ck_assert_int_eq(flow_keyset_add(&ks, &ff.flow.orig), 0);     /* twice: counted once */
+	ck_assert_uint_eq(ks.count, 5000);
+	for (uint32_t i = 1; i <= 5000; i++) {
+		make_v4(&ff, i);
+		if (!flow_keyset_has(&ks, &ff.flow.orig))
+			ck_abort_msg("key %u added but not found", i);
+	}
+	for (uint32_t i = 5001; i <= 15000; i++) {
+		make_v4(&ff, i);
+		if (flow_keyset_has(&ks, &ff.flow.orig))
+			ck_abort_msg("key %u never added but found", i);
+	}
+	/* The same tuple in another family or zone is another key. */
+	make_v6(&v6, 1);
+	ck_assert(!flow_keyset_has(&ks, &v6.flow.orig));
+	make_v4(&ff, 1);
+	ff.flow.orig.zone = 3;
+	ck_assert(!flow_keyset_has(&ks, &ff.flow.orig));
+	flow_keyset_clear(&ks);
+	make_v4(&ff, 1);
+	ck_assert(!flow_keyset_has(&ks, &ff.flow.orig));
+	ck_assert_uint_eq(ks.count, 0);
+	ck_assert_ptr_null(ks.slot);
+}
+END_TEST
+
+START_TEST(keyset_without_memory_is_unchanged)
+{
+	struct flow_keyset ks;
+	struct flow_full ff;
+
+	flow_keyset_init(&ks, 7);
+	make_v4(&ff, 1);
+	alloc_countdown = 0;
+	alloc_armed = true;
+	ck_assert_int_eq(flow_keyset_add(&ks, &ff.flow.orig), -ENOMEM);
+	alloc_armed = false;
+	ck_assert(!flow_keyset_has(&ks, &ff.flow.orig));
+	ck_assert_int_eq(flow_keyset_add(&ks, &ff.flow.orig), 0);
+	ck_assert(flow_keyset_has(&ks, &ff.flow.orig));
+	flow_keyset_clear(&ks);
+}
+END_TEST
+
 static Suite *flow_table_suite(void)
 {
 	Suite *s = suite_create("flow_table");
@@ -1210,6 +1270,8 @@ static Suite *flow_table_suite(void)
 	tcase_add_test(tc, hash_limit_is_exact);
 	tcase_add_test(tc, hashed_calls_agree_with_plain_ones_across_growth);
 	tcase_add_test(tc, creation_fails_cleanly_without_memory);
+	tcase_add_test(tc, keyset_holds_what_was_added_across_growth);
+	tcase_add_test(tc, keyset_without_memory_is_unchanged);
 	suite_add_tcase(s, tc);
 
 	/* Seconds under ASan and valgrind-free CI: give them room. */

@@ -2677,6 +2677,167 @@ START_TEST(notrack_sends_once_without_hello_and_never_acks)
 }
 END_TEST
 
+/* ---- NOTRACK without an internal table (DisableInternalCache) ---------------------------------------------- */
+
+/* The owner's walk: `walk_total` states of keys 1.., as many as the budget takes per pull. */
+static uint32_t walk_total, walk_next, walk_begins;
+
+static void h_bulk_begin(void *arg)
+{
+	(void)arg;
+	walk_begins++;
+	walk_next = 1;
+}
+
+static size_t h_bulk_pull(void *arg, size_t budget, bool *over)
+{
+	struct flow_full ff;
+	size_t sent = 0;
+
+	(void)arg;
+	while (walk_next <= walk_total && sent < budget) {
+		int n;
+
+		make_flow(&ff, walk_next++, 7);
+		n = ftfw_send_state(H.e, WIRE_T_CT_NEW, &ff, H.now);
+		REQUIRE(n > 0, "ftfw_send_state from a pull: %d", n);
+		sent += (size_t)n;
+	}
+	*over = walk_next > walk_total;
+	return sent;
+}
+
+static void nocache_setup(uint32_t states)
+{
+	struct ftfw_config c = default_cfg();
+	static struct ftfw_ops ops;
+
+	ops = h_ops;
+	ops.bulk_begin = h_bulk_begin;
+	ops.bulk_pull = h_bulk_pull;
+	c.mode = FTFW_MODE_NOTRACK;
+	walk_total = states;
+	walk_next = 1;
+	walk_begins = 0;
+	h_setup_ops(&c, &ops, 1000);
+}
+
+START_TEST(nocache_state_goes_out_at_once_with_the_next_number)
+{
+	struct flow_full ff;
+	struct flow_full got;
+	int n;
+
+	nocache_setup(0);
+	make_flow(&ff, 5, 9);
+	n = ftfw_send_state(H.e, WIRE_T_CT_UPD, &ff, H.now);
+	REQUIRE(n > 0, "ftfw_send_state: %d", n);
+	EXPECT_EQ("messages emitted at once", 1, H.nout);
+	EXPECT_EQ("its length", n, H.out[0].len);
+	EXPECT_EQ("type", WIRE_T_CT_UPD, H.out[0].hdr.type);
+	EXPECT_EQ("sequence number", 1000, H.out[0].hdr.seq);
+	EXPECT_EQ("flags", 0, H.out[0].hdr.flags);
+	EXPECT_EQ("mark", 9, out_mark(&H.out[0]));
+	make_flow(&ff, 5, 9);
+	REQUIRE(ftfw_send_state(H.e, WIRE_T_CT_DEL, &ff, H.now) > 0, "DEL");
+	EXPECT_EQ("DEL type", WIRE_T_CT_DEL, H.out[1].hdr.type);
+	EXPECT_EQ("next number", 1001, H.out[1].hdr.seq);
+	REQUIRE(wire_ct_decode(H.out[1].data, H.out[1].len, &got) == WIRE_OK, "DEL decodes");
+	REQUIRE(!(got.flow.attrs & FLOW_A_MARK), "a DEL carries the key only");
+	EXPECT_EQ("nothing kept in the table", 0, flow_table_count(H.t));
+	EXPECT_EQ("data sent", 2, stats().data_sent);
+	ck_assert(ftfw_idle(H.e));
+	/* The ALIVE timer restarts with it: no ALIVE within the second after. */
+	h_advance(900);
+	EXPECT_EQ("ALIVE after a state", 0, count_kind(0, WIRE_K_ALIVE));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(nocache_state_is_refused_outside_notrack)
+{
+	struct ftfw_config c = default_cfg();
+	struct flow_full ff;
+
+	h_setup_cfg(&c, 1000);
+	make_flow(&ff, 1, 1);
+	EXPECT_EQ("FTFW", -EINVAL, ftfw_send_state(H.e, WIRE_T_CT_NEW, &ff, H.now));
+	h_teardown();
+	nocache_setup(0);
+	EXPECT_EQ("a type that is no state", -EINVAL, ftfw_send_state(H.e, WIRE_T_EXP_NEW, &ff, H.now));
+	EXPECT_EQ("nothing emitted", 0, H.nout);
+	h_teardown();
+}
+END_TEST
+
+START_TEST(nocache_bulk_is_the_owners_walk_paced_by_the_budget)
+{
+	struct flow_full ff;
+	size_t one, sent;
+
+	nocache_setup(40);
+	make_flow(&ff, 1, 7);
+	one = (size_t)wire_ct_size(&ff, WIRE_ENC_TIMEOUT);
+	ftfw_bulk(H.e);
+	EXPECT_EQ("the walk began", 1, walk_begins);
+	sent = ftfw_send(H.e, H.now, 10 * one);
+	EXPECT_EQ("bytes of one budget", 10 * one, sent);
+	EXPECT_EQ("states of one budget", 10, H.nout);
+	ck_assert(stats().bulk_running);
+	ck_assert(!ftfw_idle(H.e));
+	ck_assert(ftfw_send_ready(H.e));
+	while (stats().bulk_running && H.nout < 100)
+		ftfw_send(H.e, H.now, 10 * one);
+	ck_assert(!stats().bulk_running);
+	EXPECT_EQ("every state of the walk", 40, H.nout);
+	for (size_t i = 0; i < H.nout; i++) {
+		EXPECT_EQ("a bulk sends CT_NEW", WIRE_T_CT_NEW, H.out[i].hdr.type);
+		EXPECT_EQ("numbered in order", 1000 + i, H.out[i].hdr.seq);
+	}
+	EXPECT_EQ("one walk", 1, walk_begins);
+	ck_assert(ftfw_idle(H.e));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(nocache_resync_request_starts_the_owners_walk)
+{
+	nocache_setup(3);
+	feed_ctl(WIRE_F_RESYNC, 50, 0, 0);
+	EXPECT_EQ("the walk began", 1, walk_begins);
+	h_send();
+	EXPECT_EQ("the owner's three states", 3, count_kind(0, WIRE_K_DATA));
+	/* A second request soon after waits for the spacing, then walks again. */
+	feed_ctl(WIRE_F_RESYNC, 51, 0, 0);
+	h_send();
+	EXPECT_EQ("spaced", 1, walk_begins);
+	h_advance(1100);
+	h_send();
+	EXPECT_EQ("walked again after the spacing", 2, walk_begins);
+	EXPECT_EQ("six states in all", 6, count_kind(0, WIRE_K_DATA));
+	h_teardown();
+}
+END_TEST
+
+START_TEST(nocache_ops_need_both_callbacks)
+{
+	struct flow_table_options o = { .buckets = 16, .seed = 1, .user_bytes = FTFW_USER_BYTES };
+	struct ftfw_config c = default_cfg();
+	struct ftfw_ops ops = h_ops;
+	struct flow_table *t;
+	struct ftfw *e = NULL;
+
+	c.mode = FTFW_MODE_NOTRACK;
+	ck_assert_int_eq(flow_table_new(&o, &t), 0);
+	ops.bulk_pull = h_bulk_pull;
+	EXPECT_EQ("pull without begin", -EINVAL, ftfw_new(&c, &ops, &H, t, 1, 0, &e));
+	ops.bulk_pull = NULL;
+	ops.bulk_begin = h_bulk_begin;
+	EXPECT_EQ("begin without pull", -EINVAL, ftfw_new(&c, &ops, &H, t, 1, 0, &e));
+	flow_table_free(t);
+}
+END_TEST
+
 /* ---- ALARM (protocol.md §4) ------------------------------------------------------------------------------ */
 
 #define ALARM_REFRESH_S 5u
@@ -3117,6 +3278,11 @@ static Suite *ftfw_suite(void)
 
 	tcase_add_test(misc, rsqueue_dump_lists_flows_and_resync_in_order);
 	tcase_add_test(misc, notrack_sends_once_without_hello_and_never_acks);
+	tcase_add_test(misc, nocache_state_goes_out_at_once_with_the_next_number);
+	tcase_add_test(misc, nocache_state_is_refused_outside_notrack);
+	tcase_add_test(misc, nocache_bulk_is_the_owners_walk_paced_by_the_budget);
+	tcase_add_test(misc, nocache_resync_request_starts_the_owners_walk);
+	tcase_add_test(misc, nocache_ops_need_both_callbacks);
 	tcase_add_test(misc, rejects_bad_arguments);
 	suite_add_tcase(s, misc);
 
