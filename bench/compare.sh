@@ -19,7 +19,7 @@
 # Usage: bench/compare.sh [--quick|--full] [--repeat K] [--build DIR] [--out DIR]
 #                         [--sizes 10k,100k] [--phases core,loss,lag]
 #                         [--kinds ctsyncd,conntrackd,ctsyncd-keyed]
-#                         [--overrun-resync SECONDS|default]
+#                         [--overrun-resync SECONDS|default] [--netlink-buffer BYTES]
 #
 #   --quick (default)  N = 10k and 100k, 20 % loss only, short lag run; < 5 min
 #   --full             N = 10k, 100k, 500k (and 1M if the budget allows),
@@ -32,7 +32,10 @@
 #   --kinds            the daemon kinds to run (default all three; the keyed
 #                      columns need ctsyncd and ctsyncd-keyed)
 #   --overrun-resync   NetlinkOverrunResync of both daemons' configs (default 2 s;
-#                      'default' leaves conntrackd's 30 s; ctsyncd resyncs at once)
+#                      'default' leaves conntrackd's 30 s)
+#   --netlink-buffer   NetlinkBufferSize of both daemons' configs (default 2 MiB,
+#                      growing to 128 MiB); a larger one avoids the overrun at
+#                      the start of a burst, and so the resync after it
 set -uo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +50,7 @@ SIZES=""
 PHASES="core,loss,lag"
 KINDS="ctsyncd,conntrackd,ctsyncd-keyed"
 OVERRUN_RESYNC=2   # NetlinkOverrunResync of both configs (see below)
+NETLINK_BUFFER=2097152
 
 usage() {
 	sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
@@ -64,11 +68,14 @@ while (($#)); do
 	--phases) PHASES=${2:?--phases needs a list}; shift ;;
 	--kinds) KINDS=${2:?--kinds needs a list}; shift ;;
 	--overrun-resync) OVERRUN_RESYNC=${2:?--overrun-resync needs seconds or 'default'}; shift ;;
+	--netlink-buffer) NETLINK_BUFFER=${2:?--netlink-buffer needs a size in bytes}; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "compare: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
 done
+[[ $NETLINK_BUFFER =~ ^[0-9]+$ ]] ||
+	{ echo "compare: --netlink-buffer '$NETLINK_BUFFER' is not a size in bytes" >&2; exit 2; }
 [[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "compare: --repeat wants a positive number, not '$REPEAT'" >&2; exit 2; }
 [[ $OVERRUN_RESYNC == default || $OVERRUN_RESYNC =~ ^[1-9][0-9]*$ ]] ||
 	{ echo "compare: --overrun-resync wants seconds or 'default', not '$OVERRUN_RESYNC'" >&2; exit 2; }
@@ -290,7 +297,7 @@ General {
 	Systemd off
 	HashSize 262144
 	HashLimit $HASHLIMIT
-	NetlinkBufferSize 2097152
+	NetlinkBufferSize $NETLINK_BUFFER
 	NetlinkBufferSizeMaxGrowth 134217728$resync_line
 	LogFile $OUT/$d-$side.log
 	LockFile $OUT/$d-$side.lock
