@@ -11,6 +11,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
 	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
+	# the loss experiments tool draws its figure with gnuplot
+	gnuplot-nox
 )
 
 missing=()

@@ -56,3 +56,7 @@ EXTRA_DIST += tests/interop/attributes.sh tests/lib/interop.sh
 # server; the shipped keepalived example and hook are what runs.
 TESTS += tests/failover/failover.sh
 EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py tests/lib/ftp.py
+# The loss experiments tool (scripts/ctsyncd-lab) on its nftables path, and
+# on netem where the kernel has it; bench/session-rate.sh --smoke.
+TESTS += tests/integration/lab.sh
+EXTRA_DIST += tests/integration/lab.sh
