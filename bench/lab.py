@@ -31,7 +31,7 @@ compare_report = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare_report)
 
 # what `trial` prints, in this order (scripts/ctsyncd-lab writes the header)
-FIELDS = ('converged', 'convergence_s', 'fail_s', 'states_at_fail', 'reached_pct', 'states_lost',
+FIELDS = ('converged', 'convergence_s', 'fail_s', 'primary_states', 'states_at_fail', 'reached_pct', 'states_lost',
           'recovery_s', 'states_surviving', 'surviving_pct', 'load_s')
 
 
@@ -86,12 +86,17 @@ def cmd_trial(args):
         if te >= deadline:
             break
         time.sleep(max(0.0, interval(te - t0) - (time.monotonic() - ts)))
-    # the failure: nothing of A's runs from here on
+    # the failure: nothing of A's runs from here on.  A failed firewall
+    # makes no more states either, so a load still running stops with it
+    # (ctload's requests are whole datagrams, each taken by the kernel
+    # inside one sendmsg(): the table holds every state it acknowledged)
     try:
         os.kill(args.pid_a, signal.SIGKILL if args.fail == 'kill' else signal.SIGSTOP)
     except ProcessLookupError:
         print('lab: the primary (PID %d) was already gone at the failure' % args.pid_a, file=sys.stderr)
     t_fail = time.monotonic() - t0
+    if load.poll() is None:
+        load.kill()
     # B's last count before the failure is what it has; one more read after
     # it catches what was already in flight
     v = backup_active(args)
@@ -102,10 +107,15 @@ def cmd_trial(args):
         res['converged'] = 1 if last >= args.n else 0
         if last >= args.n:
             res['convergence_s'] = '%.3f' % (time.monotonic() - t0)
+    primary = kernel_count(args.ctload, args.ns_a)
+    if primary is None:
+        primary = args.n
+        print('lab: cannot count the primary\'s table: N is taken instead', file=sys.stderr)
     res['fail_s'] = '%.3f' % t_fail
+    res['primary_states'] = primary
     res['states_at_fail'] = last
-    res['reached_pct'] = '%.2f' % (100.0 * last / args.n)
-    res['states_lost'] = max(0, args.n - last)
+    res['reached_pct'] = '%.2f' % (100.0 * last / primary if primary else 100.0)
+    res['states_lost'] = max(0, primary - last)
     # the takeover: B commits its external cache, as the keepalived hook
     # does; timed from the failure until B's kernel holds every state B had
     tc0 = time.monotonic()
@@ -131,12 +141,12 @@ def cmd_trial(args):
         load_end = time.monotonic() - t0
     res['load_s'] = '%.3f' % load_end
     out = (load.stdout.read() or '').strip()
-    if load.returncode != 0:
+    if load.returncode not in (0, -signal.SIGKILL):
         print('lab: ctload create ended with status %s: %s' % (load.returncode, out), file=sys.stderr)
 
     got = kernel_count(args.ctload, args.ns_b)
     res['states_surviving'] = got if got is not None else ''
-    res['surviving_pct'] = '%.2f' % (100.0 * (got or 0) / args.n)
+    res['surviving_pct'] = '%.2f' % (100.0 * (got or 0) / primary if primary else 100.0)
     if args.curve:
         with open(args.curve, 'w') as f:
             f.write('# seconds since the load started, states in the backup (%% of %d); failure at %.3f s\n'
@@ -216,14 +226,15 @@ plot %s
 unset logscale x
 set title 'convergence time against loss (median of the repetitions)'
 set xlabel 'loss on the sync link, %%'
-set ylabel 'seconds until the backup holds N'
+set ylabel 'seconds until the backup holds N (log scale)'
 set xrange [%g:%g]
-set yrange [0:%g]
+set logscale y
+set yrange [0.01:%g]
 set key top left
 plot %s
 unset multiplot
 """ % (png, title, top, plot_curves or "1/0 notitle", min(losses) - 5, max(losses) + 5,
-       float(rows[0]['cap_s']) * 1.1, plot_conv)
+       float(rows[0]['cap_s']) * 2, plot_conv)
     p = subprocess.run([gp], input=script, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:
         # pngcairo is in gnuplot-nox; the plain png terminal is the fallback
