@@ -230,6 +230,8 @@ stop_daemons() {
 	mv "$OUT/.pids.new" "$OUT/.pids"
 	PID_F="" PID_B=""
 }
+# nstat_of NS COUNTER: the absolute value of a kernel SNMP counter in NS
+nstat_of() { ip netns exec "$1" nstat -asz "$2" 2>/dev/null | awk -v c="$2" '$1 == c { print $2; f = 1 } END { if (!f) print 0 }'; }
 # CPU seconds (user + system, clock ticks) of a process; 0 when gone
 cpu_s() {
 	awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0
@@ -248,7 +250,7 @@ row() { echo "$1,$2,$3,$4,$5,$6" >>"$CSV"; }
 } | tee "$OUT/machine.txt" >&2
 
 run_one() {
-	local k=$1 size=$2 rep=$3 js inv0 inv1 cF0 cB0 cF1 cB1
+	local k=$1 size=$2 rep=$3 js inv0 inv1 cF0 cB0 cF1 cB1 syn0 syn1 ld0 ld1 rt0 rt1
 	note "$k, $size B, rep $rep"
 	PID_F="" PID_B=""
 	ip netns exec "$NS_F" conntrack -F >/dev/null 2>&1
@@ -264,10 +266,14 @@ run_one() {
 	fi
 	((WARM)) && ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$WARM" 198.18.42 "$NSRC" >/dev/null 2>>"$LOG"
 	inv0=$(ip netns exec "$NS_F" nft list counter inet fw invalid | awk '/packets/ { print $2 }')
+	syn0=$(nstat_of "$NS_C" TcpExtTCPSynRetrans) ld0=$(nstat_of "$NS_S" TcpExtListenDrops)
+	rt0=$(($(nstat_of "$NS_C" TcpRetransSegs) + $(nstat_of "$NS_S" TcpRetransSegs)))
 	[[ -n ${PID_F:-} ]] && cF0=$(cpu_s "$PID_F") cB0=$(cpu_s "$PID_B")
 	js=$(ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$SECONDS_RUN" 198.18.42 "$NSRC" 2>>"$LOG")
 	[[ -n ${PID_F:-} ]] && cF1=$(cpu_s "$PID_F") cB1=$(cpu_s "$PID_B")
 	inv1=$(ip netns exec "$NS_F" nft list counter inet fw invalid | awk '/packets/ { print $2 }')
+	syn1=$(nstat_of "$NS_C" TcpExtTCPSynRetrans) ld1=$(nstat_of "$NS_S" TcpExtListenDrops)
+	rt1=$(($(nstat_of "$NS_C" TcpRetransSegs) + $(nstat_of "$NS_S" TcpRetransSegs)))
 	echo "$k size=$size rep=$rep $js" >>"$LOG"
 	python3 - "$js" "$k" "$size" "$rep" >>"$CSV" <<'PY'
 import json, sys
@@ -278,6 +284,13 @@ for key, unit in (("sessions_per_s", "sessions/s"), ("p50_us", "us"), ("p90_us",
     print("%s,%s,%s,%s,%s,%s" % (k, size, rep, key, d.get(key, "nan"), unit))
 PY
 	row "$k" "$size" "$rep" invalid_drops $((${inv1:-0} - ${inv0:-0})) packets
+	# a segment lost on the way costs its session a retransmission timeout
+	# (1 s for a SYN): the client's SYN retransmissions, the server's
+	# listen-queue drops and all retransmitted segments say whether and
+	# where; none, with long sessions, means the endpoints waited for a CPU
+	row "$k" "$size" "$rep" syn_retrans $((syn1 - syn0)) count
+	row "$k" "$size" "$rep" listen_drops $((ld1 - ld0)) count
+	row "$k" "$size" "$rep" retrans $((rt1 - rt0)) segments
 	if [[ -n ${PID_F:-} ]]; then
 		row "$k" "$size" "$rep" cpu_primary "$(calc "100 * ($cF1 - $cF0) / $SECONDS_RUN")" "%"
 		row "$k" "$size" "$rep" cpu_backup "$(calc "100 * ($cB1 - $cB0) / $SECONDS_RUN")" "%"
@@ -302,23 +315,30 @@ def med(k, s, m):
     return statistics.median(v) if v else float("nan")
 kinds = list(dict.fromkeys(r["kind"] for r in rows))
 sizes = list(dict.fromkeys(r["size"] for r in rows))
-print("%-17s %7s %12s %8s %9s %9s %8s %8s %8s" % ("kind", "size", "sessions/s", "drop", "p50 ms", "p99 ms",
-      "invalid", "cpu F %", "cpu B %"))
+print("%-17s %7s %12s %8s %9s %9s %8s %8s %8s %8s %8s" % ("kind", "size", "sessions/s", "drop", "p50 ms", "p99 ms",
+      "invalid", "SYN rtx", "lst drop", "cpu F %", "cpu B %") + "  retrans")
 for s in sizes:
     base = med("none", s, "sessions_per_s")
     drops = {}
     for k in kinds:
         r = med(k, s, "sessions_per_s")
         drops[k] = 1 - r / base if base == base and base > 0 else float("nan")
-        print("%-17s %7s %12.0f %7.1f%% %9.3f %9.3f %8.0f %8.1f %8.1f" % (
+        print("%-17s %7s %12.0f %7.1f%% %9.3f %9.3f %8.0f %8.0f %8.0f %8.1f %8.1f" % (
             k, s, r, 100 * drops[k], med(k, s, "p50_us") / 1000, med(k, s, "p99_us") / 1000,
-            med(k, s, "invalid_drops"), med(k, s, "cpu_primary"), med(k, s, "cpu_backup")))
+            med(k, s, "invalid_drops"), med(k, s, "syn_retrans"), med(k, s, "listen_drops"),
+            med(k, s, "cpu_primary"), med(k, s, "cpu_backup")) + "  %7.0f" % med(k, s, "retrans"))
     for k in ("ctsyncd", "ctsyncd-keyed", "ctsyncd-hs", "ctsyncd-keyed-hs"):
         if k in drops and "conntrackd" in drops and drops["conntrackd"] == drops["conntrackd"]:
             c = drops["conntrackd"]
             ok = drops[k] <= 0.05 and (drops[k] <= c / 3 if c > 0 else drops[k] <= 0)
             print("  %s, %s B: drop %.1f%% against conntrackd's %.1f%% (target <= 1/3 of it and <= 5%%): %s"
                   % (k, s, 100 * drops[k], 100 * c, "met" if ok else "MISSED"))
+            def by_rep(kind):
+                return {r["rep"]: float(r["value"]) for r in rows if r["kind"] == kind and r["size"] == s
+                        and r["metric"] == "sessions_per_s" and r["value"] not in ("nan", "")}
+            mine, theirs = by_rep(k), by_rep("conntrackd")
+            pairs = ["%.2f" % (mine[x] / theirs[x]) for x in sorted(mine) if x in theirs and theirs[x] > 0]
+            print("    sessions/s of %s over conntrackd's, each repetition: %s" % (k, " ".join(pairs)))
     print()
 PY
 note "done in $(($(date +%s) - T_START)) s: $CSV"
