@@ -76,6 +76,7 @@ static int parse_addr(const char *a, const char *p, struct sockaddr_in *sa)
 /* ---------------------------------------------------------------- server */
 
 struct sconn {
+	struct sconn *prev, *next; /* every open connection, freed at exit */
 	int fd;
 	char line[32];
 	size_t got;
@@ -85,6 +86,19 @@ struct sconn {
 };
 
 static char payload[64 * 1024];
+static struct sconn *sconns;
+
+static void sconn_free(struct sconn *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		sconns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	close(c->fd);
+	free(c);
+}
 
 static int serve(const struct sockaddr_in *sa)
 {
@@ -115,6 +129,10 @@ static int serve(const struct sockaddr_in *sa)
 						continue;
 					}
 					c->fd = fd;
+					c->next = sconns;
+					if (sconns != NULL)
+						sconns->prev = c;
+					sconns = c;
 					struct epoll_event ce = { .events = EPOLLIN, .data.ptr = c };
 					epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ce);
 				}
@@ -166,12 +184,14 @@ static int serve(const struct sockaddr_in *sa)
 					epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ce);
 				}
 			}
-			if (done) {
-				close(c->fd);
-				free(c);
-			}
+			if (done)
+				sconn_free(c);
 		}
 	}
+	while (sconns != NULL)
+		sconn_free(sconns);
+	close(ep);
+	close(lfd);
 	return 0;
 }
 
@@ -199,7 +219,7 @@ static int start_session(int ep, struct cconn *c, const struct sockaddr_in *dst,
 	int one = 1;
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	if (c->fd < 0)
-		return -1;
+		return -1; /* c->fd is -1 */
 	c->t0 = now_us();
 	c->got = 0;
 	c->sent = 0;
@@ -208,11 +228,13 @@ static int start_session(int ep, struct cconn *c, const struct sockaddr_in *dst,
 		setsockopt(c->fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 		if (bind(c->fd, (const struct sockaddr *)src, sizeof(*src)) < 0) {
 			close(c->fd);
+			c->fd = -1;
 			return -1;
 		}
 	}
 	if (connect(c->fd, (const struct sockaddr *)dst, sizeof(*dst)) < 0 && errno != EINPROGRESS) {
 		close(c->fd);
+		c->fd = -1;
 		return -1;
 	}
 	struct epoll_event ev = { .events = EPOLLOUT, .data.ptr = c };
@@ -316,6 +338,7 @@ static int run(const struct sockaddr_in *dst, unsigned long size, unsigned long 
 					times[ntimes++] = now_us() - c->t0;
 			}
 			close(c->fd);
+			c->fd = -1;
 			if (now >= end)
 				continue;
 			while (start_session(ep, c, dst, srcs ? &srcs[next_src++ % nsrc] : NULL) < 0) {
@@ -333,6 +356,14 @@ static int run(const struct sockaddr_in *dst, unsigned long size, unsigned long 
 	       "\"failed_other\":%lu}\n",
 	       size, conc, el, ntimes, (double)ntimes / el, (unsigned long long)Q(0.5), (unsigned long long)Q(0.9),
 	       (unsigned long long)Q(0.99), fail_connect, fail_short, fail_other);
+	fflush(stdout);
+	for (unsigned long i = 0; i < conc; i++)
+		if (cs[i].fd >= 0)
+			close(cs[i].fd);
+	free(cs);
+	free(srcs);
+	free(times);
+	close(ep);
 	return 0;
 }
 

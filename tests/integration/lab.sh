@@ -31,10 +31,15 @@ for r in csv.DictReader(open(sys.argv[1])):
 # num_in LO HI VALUE: LO <= VALUE <= HI
 num_in() { [[ -n $3 ]] && awk -v lo="$1" -v hi="$2" -v v="$3" 'BEGIN { exit !(v + 0 == v && v >= lo && v <= hi) }'; }
 is_png() { [[ -s $1 ]] && [[ $(head -c 8 "$1" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]]; }
-lab_namespaces() { ip netns list | grep -c '^ctlab-' || true; }
+# left_behind FILE...: the namespaces the runs logged in FILE... that still exist
+left_behind() {
+	local ns
+	for ns in $(sed -n 's/.*namespaces: \(ctlab-A-[0-9]*\) \(ctlab-B-[0-9]*\).*/\1 \2/p' "$@"); do
+		ip netns list | grep -q "^$ns\b" && echo "$ns"
+	done
+}
 
 N=2000
-before=$(lab_namespaces)
 out=$WORK/nft
 "$LAB" --build "$BUILD" --out "$out" --impair nft --n $N --loss 20 --dup 5 --cap 10 \
 	>"$WORK/nft.stdout" 2>"$WORK/nft.stderr"
@@ -77,7 +82,8 @@ check "--delay with nftables: exit status 2" test $rc -eq 2
 check "--delay with nftables: the message says nftables cannot delay" grep -q 'nftables .*cannot.* delay' "$WORK/refused.err"
 "$LAB" --build "$BUILD" --out "$WORK/refused2" --loss 120 >/dev/null 2>"$WORK/refused2.err"
 check "--loss 120 is refused, naming the value" grep -q "'120'" "$WORK/refused2.err"
-check "no namespace of the tool is left behind" test "$(lab_namespaces)" -eq "$before"
+check "the runs logged their namespaces" test "$(grep -c 'namespaces: ctlab-' "$WORK/nft.stderr" "$WORK/refused.err" | grep -c ':1$')" -eq 2
+check "no namespace of the tool is left behind" test -z "$(left_behind "$WORK/nft.stderr" "$WORK/refused.err")"
 
 # netem, where the kernel has it
 probe=$(make_netns probe)
