@@ -41,6 +41,8 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 REPORT="$HERE/compare-report.py"
+BENCH_NAME=compare
+. "$HERE/lib.sh"
 
 MODE=quick
 REPEAT=3
@@ -151,14 +153,7 @@ fi
 [[ -x $CTSYNCD && -x $CTLOAD && -x $TASKCLOCK ]] ||
 	{ echo "compare: $CTSYNCD, $CTLOAD or $TASKCLOCK is missing" >&2; exit 1; }
 
-# install a Debian package when it is not there
-need_pkg() {
-	local pkg=$1
-	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' && return 0
-	echo "compare: installing $pkg" >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" >/dev/null ||
-		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" >/dev/null; }
-}
+need_pkg() { bench_need_pkg "$@"; }
 need_pkg conntrackd || { echo "compare: cannot install conntrackd" >&2; exit 1; }
 need_pkg gnuplot-nox || echo "compare: gnuplot-nox is missing; the figures will be skipped" >&2
 need_pkg nftables || { echo "compare: cannot install nftables" >&2; exit 1; }
@@ -191,26 +186,6 @@ SET_MAX=""
 T_START=$(date +%s)
 
 note() { printf '[%4ds] %s\n' $(($(date +%s) - T_START)) "$*" | tee -a "$LOG" >&2; }
-
-# running PID: it exists and is not a zombie (daemons are reparented to
-# PID 1, which may reap them only seconds later)
-running() {
-	local st
-	st=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-	[[ -n $st && $st != Z ]]
-}
-
-# stop one daemon by PID: TERM, up to 5 s, then KILL
-stop_pid() {
-	local pid=$1 i
-	running "$pid" || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < 100; i++)); do
-		running "$pid" || return 0
-		sleep 0.05
-	done
-	kill -KILL "$pid" 2>/dev/null
-}
 
 cleanup() {
 	local pid ns
@@ -250,23 +225,7 @@ for ns in "$NS_A" "$NS_B" "$NS_R"; do
 	ip netns add "$ns" || { echo "compare: cannot create namespace $ns" >&2; exit 1; }
 	ip -n "$ns" link set lo up
 done
-ip link add syncA netns "$NS_A" type veth peer name syncB netns "$NS_B" ||
-	{ echo "compare: cannot create the veth pair" >&2; exit 1; }
-ip -n "$NS_A" addr add 198.18.1.1/24 dev syncA
-ip -n "$NS_B" addr add 198.18.1.2/24 dev syncB
-ip -n "$NS_A" link set syncA up
-ip -n "$NS_B" link set syncB up
-# wait (at most 5 s) for the veth to have carrier on both ends
-for ((i = 0; i < 50; i++)); do
-	[[ $(ip netns exec "$NS_A" cat /sys/class/net/syncA/operstate) == up &&
-		$(ip netns exec "$NS_B" cat /sys/class/net/syncB/operstate) == up ]] && break
-	sleep 0.1
-done
-for ns in "$NS_A" "$NS_B"; do
-	# every change of an entry reaches the daemon as an event, even for
-	# entries created before it subscribed (bench/README.md)
-	ip netns exec "$ns" sysctl -qw net.netfilter.nf_conntrack_events=1
-done
+bench_sync_link "$NS_A" "$NS_B" || { echo "compare: cannot create the veth pair" >&2; exit 1; }
 
 # ---------------------------------------------------------------------------
 # configurations: the same text for every kind, only the paths differ, and
@@ -333,22 +292,7 @@ ctload_in() { local side=$1; shift; ip netns exec "$(nsof "$side")" "$CTLOAD" "$
 
 # the PID of a daemon: ctsyncd writes it into its lock file; conntrackd 1.4.7
 # leaves its lock file empty, so take the conntrackd process of the namespace
-daemon_pid() {
-	local d=$1 side=$2 pid p prog
-	prog=$(prog_of "$d")
-	pid=$(head -n1 "$OUT/$d-$side.lock" 2>/dev/null)
-	if [[ $pid =~ ^[0-9]+$ ]] && [[ $(cat /proc/"$pid"/comm 2>/dev/null) == "$prog" ]]; then
-		echo "$pid"
-		return 0
-	fi
-	for p in $(ip netns pids "$(nsof "$side")"); do
-		if [[ $(cat /proc/"$p"/comm 2>/dev/null) == "$prog" ]]; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
+daemon_pid() { bench_daemon_pid "$OUT/$1-$2.lock" "$(prog_of "$1")" "$(nsof "$2")"; }
 
 # start_daemon DAEMON SIDE: start it, wait until its control socket answers
 # (at most 10 s); sets PID_<SIDE>
@@ -535,8 +479,6 @@ measure() {
 	M_REACHED=${M_REACHED:-0} M_FRAC=${M_FRAC:-0} M_ELAPSED=${M_ELAPSED:-0} M_LAST=${M_LAST:--}
 }
 
-# calc EXPR: floating-point arithmetic (awk), "nan" when it fails
-calc() { awk "BEGIN { v = ($1); printf \"%.6g\\n\", v }" 2>/dev/null || echo nan; }
 
 # row METRIC N PARAM DAEMON REP VALUE OK UNIT [NOTE]: one line of results.csv
 row() {

@@ -23,6 +23,8 @@ packages=(
 	# stack: the test runs the agent alone); xmllint for ocf-tester's
 	# meta-data check
 	resource-agents libxml2-utils
+	# the loss experiments tool draws its figure with gnuplot
+	gnuplot-nox
 )
 
 missing=()

@@ -98,3 +98,8 @@ else
 TESTS += tests/oracle/missing.sh
 endif
 EXTRA_DIST += tests/oracle/missing.sh $(ORACLE_SRC) tests/oracle/check_oracle_ct.c tests/oracle/check_oracle_exp.c
+
+# The loss experiments tool (scripts/ctsyncd-lab) on its nftables path, and
+# on netem where the kernel has it; bench/session-rate.sh --smoke.
+TESTS += tests/integration/lab.sh
+EXTRA_DIST += tests/integration/lab.sh
