@@ -52,6 +52,8 @@ const struct flow_exp *exp_table_get(const struct exp_table *t, uint32_t h);
 void *exp_table_user(const struct exp_table *t, uint32_t h);
 unsigned exp_table_flags(const struct exp_table *t, uint32_t h);
 uint32_t exp_table_updated(const struct exp_table *t, uint32_t h);
+/* When the entry was inserted, or revived after being dead (the caller's clock); 0 if none. */
+uint32_t exp_table_created(const struct exp_table *t, uint32_t h);
 
 /* As flow_table_mark_dead() and flow_table_delete(): 0 or -ENOENT. */
 int exp_table_mark_dead(struct exp_table *t, uint32_t h, uint32_t now);

@@ -172,6 +172,12 @@ void *flow_table_user(const struct flow_table *t, uint32_t h);
 unsigned flow_table_flags(const struct flow_table *t, uint32_t h);
 /* Seconds of the caller's clock at the last upsert or flow_table_mark_dead(). */
 uint32_t flow_table_updated(const struct flow_table *t, uint32_t h);
+/*
+ * Seconds of the caller's clock when the entry was inserted (or revived
+ * after being dead), to within a second; an entry older than 194 days
+ * shows as 194 days old.  0 for an invalid handle.
+ */
+uint32_t flow_table_created(const struct flow_table *t, uint32_t h);
 
 /*
  * Copy the entry into `out`: the flow (with ext = 0), the flow_ext (zeroed

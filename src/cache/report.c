@@ -33,8 +33,14 @@ struct dump_cursor {
 	uint32_t cursor;
 };
 
+#define NO_EXPIRY UINT32_MAX
+
+/*
+ * A text line ends as 1.4.7's: how long the state has been in the cache,
+ * and in ALARM's external cache when it expires unless refreshed.
+ */
 static void dump_line(struct control_request *req, const char *line, int n, size_t cap, bool xml,
-		      uint32_t age)
+		      uint32_t active, uint32_t expires)
 {
 	if (n < 0)
 		return;
@@ -43,8 +49,20 @@ static void dump_line(struct control_request *req, const char *line, int n, size
 	control_request_write(req, line, (size_t)n);
 	if (xml)
 		control_request_write(req, "\n", 1);
+	else if (expires == NO_EXPIRY)
+		control_request_printf(req, " [active since %us]\n", active);
 	else
-		control_request_printf(req, " [updated %us ago]\n", age);
+		control_request_printf(req, " [active since %us] [expires in %us]\n", active, expires);
+}
+
+/* ALARM's external caches expire a state CacheTimeout after its last refresh. */
+static uint32_t expires_in(const struct cache *c, bool external, uint32_t now, uint32_t updated)
+{
+	uint32_t timeout = c->cfg->sync.cache_timeout, age = now >= updated ? now - updated : 0;
+
+	if (!external || c->cfg->role != CONFIG_ROLE_SYNC || c->cfg->sync.mode != CONFIG_MODE_ALARM)
+		return NO_EXPIRY;
+	return age < timeout ? timeout - age : 0;
 }
 
 static uint32_t age_of(uint32_t now, uint32_t updated)
@@ -75,7 +93,8 @@ static bool dump_fill(struct control_request *req, void *arg)
 				continue;
 			n = d->xml ? flow_format_xml(line, sizeof(line), &c->scratch, d->opts)
 				   : flow_format(line, sizeof(line), &c->scratch, d->opts);
-			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, flow_table_updated(t, h)));
+			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, flow_table_created(t, h)),
+				  expires_in(c, t == c->external, now, flow_table_updated(t, h)));
 		} else {
 			struct exp_table *t = d->exps;
 
@@ -85,7 +104,8 @@ static bool dump_fill(struct control_request *req, void *arg)
 				continue;
 			n = d->xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
 				   : flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
-			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, exp_table_updated(t, h)));
+			dump_line(req, line, n, sizeof(line), d->xml, age_of(now, exp_table_created(t, h)),
+				  expires_in(c, t == c->x.external, now, exp_table_updated(t, h)));
 		}
 	}
 	return false;

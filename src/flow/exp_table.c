@@ -22,6 +22,7 @@
 struct exp_entry {
 	struct flow_exp x;
 	uint32_t updated;
+	uint32_t created;               /* inserted, or revived after being dead */
 	uint32_t hnext;                 /* next in the bucket, or in the free list */
 	uint8_t flags;                  /* FLOW_ENTRY_* */
 	bool used;
@@ -189,6 +190,7 @@ int exp_table_upsert(struct exp_table *t, const struct flow_exp *x, uint32_t now
 		t->st.updated++;
 		if (e->flags & FLOW_ENTRY_DEAD) {
 			/* Live again, as a fresh entry; the user area stays (queues may hold it). */
+			e->created = now;
 			e->x = *x;
 			e->flags = 0;
 			t->st.dead--;
@@ -215,6 +217,7 @@ int exp_table_upsert(struct exp_table *t, const struct flow_exp *x, uint32_t now
 	memset(e, 0, sizeof(*e));
 	e->x = *x;
 	e->updated = now;
+	e->created = now;
 	e->used = true;
 	k = key_hash(t, x) & (t->nbuckets - 1);
 	e->hnext = t->bucket[k];
@@ -256,6 +259,13 @@ uint32_t exp_table_updated(const struct exp_table *t, uint32_t h)
 	struct exp_entry *e = live(t, h);
 
 	return e ? e->updated : 0;
+}
+
+uint32_t exp_table_created(const struct exp_table *t, uint32_t h)
+{
+	struct exp_entry *e = live(t, h);
+
+	return e ? e->created : 0;
 }
 
 int exp_table_mark_dead(struct exp_table *t, uint32_t h, uint32_t now)

@@ -3,7 +3,7 @@
  *
  * Layout of an entry slot in the entry arena:
  *
- *	[struct flow, 64][updated u32, flags u8, 3 spare][user area, 0..32]
+ *	[struct flow, 64][updated u32, flags u8, life u24][user area, 0..32]
  *
  * rounded up to 8 bytes.  The flow's `ext` field is the table's: when the
  * flow has FLOW_A_EXT_MASK bits it is the handle of an ext_slot in the ext
@@ -31,11 +31,41 @@
 
 #define ENTRY_USED 1u           /* internal: the slot holds an entry */
 
+/*
+ * `life` is how long the entry had lived at `updated`, in seconds,
+ * saturating at LIFE_MAX (194 days): its creation time without a field
+ * of its own (flow_table_created()).
+ */
 struct entry_meta {
 	uint32_t updated;
 	uint8_t flags;
-	uint8_t spare[3];
+	uint8_t life[3];
 };
+
+#define LIFE_MAX 0xffffffu
+
+static uint32_t life_get(const struct entry_meta *m)
+{
+	return (uint32_t)m->life[0] << 16 | (uint32_t)m->life[1] << 8 | m->life[2];
+}
+
+static void life_set(struct entry_meta *m, uint32_t v)
+{
+	m->life[0] = (uint8_t)(v >> 16);
+	m->life[1] = (uint8_t)(v >> 8);
+	m->life[2] = (uint8_t)v;
+}
+
+/* `updated` moves to `now`: what lay between joins the entry's life. */
+static void meta_touch(struct entry_meta *m, uint32_t now)
+{
+	uint64_t life = life_get(m);
+
+	if (now > m->updated)
+		life += now - m->updated;
+	life_set(m, life > LIFE_MAX ? LIFE_MAX : (uint32_t)life);
+	m->updated = now;
+}
 
 #define ENTRY_META_OFF sizeof(struct flow)
 #define ENTRY_USER_OFF (ENTRY_META_OFF + sizeof(struct entry_meta))
@@ -359,14 +389,17 @@ int flow_table_upsert_hashed(struct flow_table *t, const struct flow_full *in, u
 	}
 	*handle = h;
 	m = entry_meta(t, h);
-	m->updated = now;
 	if (m->flags & FLOW_ENTRY_DEAD) {
+		/* Live again as a fresh entry: its life starts over. */
+		m->updated = now;
+		life_set(m, 0);
 		m->flags = ENTRY_USED;
 		t->dead--;
 		t->active++;
 		t->inserted++;
 		return FLOW_UPSERT_REVIVED;
 	}
+	meta_touch(m, now);
 	m->flags |= FLOW_ENTRY_UPDATED;
 	t->updated++;
 	return changed ? FLOW_UPSERT_UPDATED : FLOW_UPSERT_UNCHANGED;
@@ -418,6 +451,16 @@ uint32_t flow_table_updated(const struct flow_table *t, uint32_t h)
 	return entry_valid(t, h) ? entry_meta(t, h)->updated : 0;
 }
 
+uint32_t flow_table_created(const struct flow_table *t, uint32_t h)
+{
+	const struct entry_meta *m;
+
+	if (!entry_valid(t, h))
+		return 0;
+	m = entry_meta(t, h);
+	return m->updated > life_get(m) ? m->updated - life_get(m) : 0;
+}
+
 int flow_table_export(const struct flow_table *t, uint32_t h, struct flow_full *out)
 {
 	const struct flow *e;
@@ -454,7 +497,7 @@ int flow_table_mark_dead(struct flow_table *t, uint32_t h, uint32_t now)
 	m = entry_meta(t, h);
 	if (!(m->flags & FLOW_ENTRY_DEAD)) {
 		m->flags |= FLOW_ENTRY_DEAD;
-		m->updated = now;
+		meta_touch(m, now);
 		t->active--;
 		t->dead++;
 	}

@@ -181,7 +181,7 @@ ctload flush >/dev/null
 # A burst of creates and then updates of every state, against a 64 KiB
 # buffer that may only grow to 256 KiB: the events overrun it again and
 # again.  After recovery `-i` must equal `conntrack -L` line by line (the
-# kernel's timeout and use count, and our "[updated ...]", left out).
+# kernel's timeout and use count, and the "[active since ...]" suffix, left out).
 if [[ ${SUITE_SCALE:-} == small ]]; then SCALE_N=${CACHES_SCALE_STATES:-20000}; else SCALE_N=${CACHES_SCALE_STATES:-200000}; fi
 # normalize: a dump of either side as sorted, comparable lines.
 normalize() {
@@ -189,7 +189,7 @@ normalize() {
 	       for (i = 1; i <= NF; i++) {
 		       if (i == 3 && $i ~ /^[0-9]+$/) continue   # conntrack -L: the timeout
 		       if ($i ~ /^use=/) continue
-		       if ($i == "[updated") break
+		       if ($i == "[active") break
 		       out = out (out == "" ? "" : " ") $i
 	       }
 	       print out }' | LC_ALL=C sort

@@ -46,7 +46,7 @@ converge() {
 		fail "$what (not within $LIMIT s)"
 	fi
 }
-# orig_only: a dump line without its reply tuple and "[updated ...]" (the
+# orig_only: a dump line without its reply tuple and "[active since ...]" (the
 # external cache shows no reply tuple: the peer rebuilds it from the original).
 orig_only() {
 	python3 -c '
@@ -59,7 +59,7 @@ for line in sys.stdin:
             skip = srcs == 2
         elif skip and (tok.startswith("[") or "=" not in tok or tok.split("=")[0] in ("mark", "zone", "secctx", "labels")):
             skip = False
-        if tok == "[updated":
+        if tok == "[active":
             break
         if not skip:
             out.append(tok)

@@ -36,6 +36,9 @@ check "IPv6 reaches B" wait_until 5 ext_has 'src=2001:db8::1'
 check "SCTP reaches B" wait_until 5 ext_has 'sctp'
 ct_in A -U -s 10.0.0.1 -d 10.0.0.2 -p tcp --sport 1234 --dport 80 -m 9 >/dev/null
 check "an update reaches B" wait_until 5 ext_has 'sport=1234 dport=80 .*mark=9'
+# As 1.4.7's dumps, each line ends with how long the state has been cached.
+out=$("$CTSYNCD" -C "$WORK/B.conf" -e | head -n1)
+check "-e lines end as 1.4.7's: [active since Ns] ($out)" contains "$out" ' \[active since [0-9]+s\]$'
 ct_in A -D -s 10.0.0.5 >/dev/null
 check "a delete reaches B" wait_until 5 ext_lacks 'id=4660'
 
@@ -172,6 +175,9 @@ if pair_start A && pair_start B; then
 	ip netns exec "$NS_A" "$CTLOAD" delete 1500 --proto mixed --base-addr 198.18.70.1 >/dev/null
 	check "ALARM: 500 deletes reach B" \
 		wait_until 10 bash -c "[[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 500 ]]"
+	out=$("$CTSYNCD" -C "$WORK/B.conf" -e | grep -m1 198.18.70)
+	check "ALARM: -e lines end as 1.4.7's, with the expiry ($out)" \
+		contains "$out" ' \[active since [0-9]+s\] \[expires in [0-9]+s\]$'
 	check "ALARM: the other 500 stay (refreshed within CacheTimeout)" \
 		bash -c "sleep 7; [[ \$('$CTSYNCD' -C '$WORK/B.conf' -e | grep -c 198.18.70) -eq 500 ]]"
 	kill -KILL "$(head -n1 "$WORK/A.lock")"

@@ -45,7 +45,7 @@ kernel_line() {
 # dump_norm: a dump (-i or -e, of ctsyncd or of 1.4.7) on stdin, in a form
 # in which the two programs' dumps of the same states compare equal: one
 # line per state, sorted, without the reply tuple (only -i has it), the
-# age suffix ("[active since Ns]" of 1.4.7, "[updated Ns ago]" of ctsyncd),
+# age suffix ("[active since Ns]" of 1.4.7, and of ctsyncd; "[expires in Ns]" in ALARM),
 # a timeout column, and the fields that libnetfilter_conntrack's plain
 # line (1.4.7's dumps) does not print at all: labels and master.  Those
 # two are compared in the kernels (kernel_line) and in ctsyncd's -e.

@@ -247,6 +247,36 @@ START_TEST(insert_lookup_update_delete)
 }
 END_TEST
 
+/* 1.4.7's "[active since Ns]": the time of insertion, kept through updates and a death, new on revival. */
+START_TEST(creation_time_survives_updates_and_restarts_on_revival)
+{
+	struct flow_table *t = table_new(0, 0, 16, NULL);
+	struct flow_full ff;
+	uint32_t h;
+
+	make_v4(&ff, 1);
+	h = upsert_ok(t, &ff, 100, FLOW_UPSERT_INSERTED);
+	ck_assert_uint_eq(flow_table_created(t, h), 100);
+	ff.flow.timeout = 250;
+	upsert_ok(t, &ff, 150, FLOW_UPSERT_UPDATED);
+	upsert_ok(t, &ff, 4000, FLOW_UPSERT_UNCHANGED);
+	ck_assert_uint_eq(flow_table_updated(t, h), 4000);
+	ck_assert_uint_eq(flow_table_created(t, h), 100);
+	/* A clock that goes back changes nothing of the past. */
+	upsert_ok(t, &ff, 3990, FLOW_UPSERT_UNCHANGED);
+	ck_assert_uint_eq(flow_table_created(t, h), 3990 - 3900);
+	ck_assert_int_eq(flow_table_mark_dead(t, h, 5000), 0);
+	ck_assert_uint_eq(flow_table_created(t, h), 90);
+	upsert_ok(t, &ff, 6000, FLOW_UPSERT_REVIVED);
+	ck_assert_uint_eq(flow_table_created(t, h), 6000);
+	/* Older than the 24-bit life holds: 194 days old at most. */
+	upsert_ok(t, &ff, 6000 + 20000000u, FLOW_UPSERT_UNCHANGED);
+	ck_assert_uint_eq(flow_table_created(t, h), 6000 + 20000000u - 0xffffffu);
+	ck_assert_uint_eq(flow_table_created(t, 0), 0);
+	flow_table_free(t);
+}
+END_TEST
+
 START_TEST(invalid_handles_are_refused)
 {
 	struct flow_table *t = table_new(16, 0, 8, NULL);
@@ -1254,6 +1284,7 @@ static Suite *flow_table_suite(void)
 	TCase *heavy = tcase_create("heavy");
 
 	tcase_add_test(tc, insert_lookup_update_delete);
+	tcase_add_test(tc, creation_time_survives_updates_and_restarts_on_revival);
 	tcase_add_test(tc, invalid_handles_are_refused);
 	tcase_add_test(tc, families_and_zones_are_distinct_keys);
 	tcase_add_test(tc, rejects_unnormalised_keys);
