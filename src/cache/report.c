@@ -409,11 +409,11 @@ void cache_compat_facts(struct cache *c, bool exps, struct compat_caches *out)
 	}
 	flow_table_stats(c->internal, &st);
 	compat_table(&out->internal, &st, c->n.events_unknown);
-	out->bypass_internal = cfg->role == CONFIG_ROLE_SYNC && cfg->sync.disable_internal_cache;
+	out->bypass_internal = c->bypass;
 	out->bypass = (struct compat_bypass){
-		.created = c->n.events_new,
-		.updated = c->n.events_update,
-		.deleted = c->n.events_destroy,
+		.created = c->bp.sent_new,
+		.updated = c->bp.sent_update,
+		.deleted = c->bp.sent_destroy,
 	};
 	out->inject_external = out->has_external && cfg->sync.disable_external_cache;
 	if (out->has_external) {
