@@ -164,9 +164,10 @@ static enum control_result answer_unavailable(struct control_request *req, void 
 	/*
 	 * 1.4.7 answers the statistics it has not (expectations without
 	 * ExpectationSync, the sync side in Stats mode) with nothing, and so
-	 * does its layout here; --verbose and --json say why.
+	 * does its layout here; --verbose and --json say why.  -s health is
+	 * ctsyncd's own: a monitor must learn that it cannot be answered.
 	 */
-	if (ctl_request_is_stats(code) && control_request_compat(req) &&
+	if (ctl_request_is_stats(code) && code != CTL_STATS_HEALTH && control_request_compat(req) &&
 	    ctx->cfg->role != CONFIG_ROLE_NONE)
 		return CONTROL_DONE;
 	if (need == NEED_EXPECT && ctx->cfg->role == CONFIG_ROLE_SYNC && !ctx->cfg->sync.expectation_sync) {

@@ -176,5 +176,8 @@ for w in "${WORDS[@]}"; do
 	same_text "Stats: -s ${w:-(none)} is 1.4.7's ($(grep -c . <<<"$ref") lines)" "$ref" "$ours"
 	[[ $ours == "$(old_T -s $w)" ]] || fail "Stats: -s ${w:-(none)}: ctsyncd's client and 1.4.7's get the same text"
 done
+out=$(new_s T health); rc=$?
+check "Stats: -s health still says it has no peer to judge (exit $rc: $out)" \
+	test "$rc" -eq 3 -a -n "$out"
 timeout 10 ip netns exec "$NS_A" conntrackd -C "$WORK/S.conf" -k >/dev/null 2>&1
 finish
