@@ -68,6 +68,9 @@ EXTRA_DIST += tests/interop/attributes.sh tests/lib/interop.sh
 # ctsyncd, and conntrackd 1.4.7 as the control.
 TESTS += tests/integration/pacemaker.sh
 EXTRA_DIST += tests/integration/pacemaker.sh
+# -s text: 1.4.7's layout, word by word, in each mode (both daemons' answers line by line).
+TESTS += tests/interop/stats_text.sh
+EXTRA_DIST += tests/interop/stats_text.sh
 
 # End-to-end failover: a client, two firewalls with keepalived and ctsyncd, a
 # server; the shipped keepalived example and hook are what runs.

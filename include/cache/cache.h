@@ -156,6 +156,17 @@ void cache_external_sweep(struct cache *c);
 /* The cache sections of -s and -s cache. */
 void cache_report(struct cache *c, struct report *r);
 
+/*
+ * The caches' facts for the text of conntrackd 1.4.7 (control/compat_report.h):
+ * the conntrack caches, or the expectation caches if `exps` (ExpectationSync
+ * on); and the kernel side of `-s runtime` (the fields of *out it knows;
+ * the others are left as they are).
+ */
+struct compat_caches;
+struct compat_runtime;
+void cache_compat_facts(struct cache *c, bool exps, struct compat_caches *out);
+void cache_compat_runtime(struct cache *c, struct compat_runtime *out);
+
 /* What `-s health` needs of the caches: totals since start, and whether a limit left a gap. */
 struct cache_health {
 	bool internal_complete, external_complete;  /* no refused state waits for its repair */

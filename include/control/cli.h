@@ -29,7 +29,7 @@
  *  - A word that does not start with '-' and is not a sub-argument is a
  *    usage error with exit status 1 (upstream read its second character
  *    as an option letter, so "stats" meant -t).
- *  - Long options (--help, --version, --json, --prometheus, --check, ...) are ours; an
+ *  - Long options (--help, --version, --json, --prometheus, --verbose, --check, ...) are ours; an
  *    unknown long option exits 1, so a typo in "--check" cannot pass for
  *    a valid configuration.
  */
@@ -59,9 +59,9 @@ struct cli_options {
 	const char *config_path;     /* points into argv, or CONFIG_DEFAULT_PATH */
 	/*
 	 * CLI_CLIENT_REQUEST only: an enum ctl_request code, with CTL_FLAG_JSON
-	 * ORed in for "-s ... --json" (CTL_FLAG_PROMETHEUS for "--prometheus";
-	 * never both).  CTL_FLAG_STATUS is left to the client
-	 * (ctl_client_request() sets it).
+	 * ORed in for "-s ... --json" (CTL_FLAG_PROMETHEUS for "--prometheus",
+	 * CTL_FLAG_VERBOSE for "--verbose"; never two of them).
+	 * CTL_FLAG_STATUS is left to the client (ctl_client_request() sets it).
 	 */
 	uint32_t request;
 	bool json;                   /* --json was given (and is valid) */
@@ -71,6 +71,7 @@ struct cli_options {
 	 */
 	bool check_configured;
 	bool prometheus;             /* --prometheus was given (and is valid) */
+	bool verbose;                /* --verbose was given (and is valid): CTL_FLAG_VERBOSE */
 	bool show_usage;             /* the caller should print cli_usage(stderr) */
 	int exit_status;             /* for CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR */
 	char message[CLI_MESSAGE_MAX]; /* error or warning, "" if none; quotes the bad word */

@@ -13,7 +13,11 @@
  *                    "failed" and exit accordingly;
  *   CTL_FLAG_JSON    statistics requests answer with one JSON object;
  *   CTL_FLAG_PROMETHEUS  statistics requests answer with Prometheus
- *                    metrics (text exposition format 0.0.4).
+ *                    metrics (text exposition format 0.0.4);
+ *   CTL_FLAG_VERBOSE statistics requests answer with ctsyncd's own text
+ *                    (the report tree of control/report.h) instead of
+ *                    conntrackd 1.4.7's layout (control/compat_report.h).
+ * A plain code, as Debian's client sends, gets 1.4.7's layout.
  */
 #ifndef CTSYNCD_CONTROL_PROTO_H
 #define CTSYNCD_CONTROL_PROTO_H
@@ -65,6 +69,7 @@ enum ctl_request {
 };
 
 #define CTL_CODE_MASK    0x0000ffffu
+#define CTL_FLAG_VERBOSE 0x08000000u
 #define CTL_FLAG_PROMETHEUS 0x10000000u
 #define CTL_FLAG_JSON    0x20000000u
 #define CTL_FLAG_STATUS  0x40000000u
@@ -94,7 +99,10 @@ const char *ctl_request_name(uint32_t code);
 /* "ok", "failed", "not available", "unknown request", "busy"; "invalid status" otherwise. */
 const char *ctl_status_name(uint32_t status);
 
-/* A statistics request (-s and every -s word): the ones CTL_FLAG_JSON and CTL_FLAG_PROMETHEUS apply to. */
+/*
+ * A statistics request (-s and every -s word): the ones CTL_FLAG_JSON,
+ * CTL_FLAG_PROMETHEUS and CTL_FLAG_VERBOSE apply to.
+ */
 bool ctl_request_is_stats(uint32_t code);
 
 /*

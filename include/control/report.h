@@ -1,8 +1,9 @@
 /*
  * control/report.h - statistics and status as a tree of named values,
- * rendered as aligned text (for people, close to conntrackd's `-s`
- * output), as one JSON object (for programs) or as Prometheus metrics (for
- * monitoring).  One producer, three renderings, so they can never disagree.
+ * rendered as aligned text (for people: `-s --verbose`), as one JSON
+ * object (for programs) or as Prometheus metrics (for monitoring).  One
+ * producer, three renderings, so they can never disagree.  The default
+ * text of `-s` is conntrackd 1.4.7's layout instead (control/compat_report.h).
  * Pure: renders into a growing buffer.
  *
  * Names.  Every section, array and value has a name: lower case with

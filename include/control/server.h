@@ -110,6 +110,12 @@ uint32_t control_request_code(const struct control_request *req);
 bool control_request_wants_json(const struct control_request *req);
 /* The rendering a statistics request asks for: text, JSON or metrics. */
 enum report_format control_request_format(const struct control_request *req);
+/*
+ * A statistics request that asks for text without --verbose: answered in
+ * conntrackd 1.4.7's layout (control/compat_report.h), not with the report
+ * tree.  What Debian's client, which sends no flags, always gets.
+ */
+bool control_request_compat(const struct control_request *req);
 
 /* Append to the reply text (buffered until the request finishes, or sent as a stream drains). */
 void control_request_write(struct control_request *req, const void *buf, size_t len);

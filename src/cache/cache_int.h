@@ -105,6 +105,9 @@ struct cache_counters {
 	uint64_t remote_swept;            /* stale after a peer's restart (mark and sweep) */
 	uint64_t commits, committed_ok, committed_updated, committed_failed;
 	uint64_t injected_ok, injected_failed;
+	/* the same by message (NEW, UPD, DEL) and by refused kernel op: 1.4.7's "external inject" */
+	uint64_t injected_new, injected_upd, injected_del;
+	uint64_t inject_refused[KERNEL_OP_MAX];
 	uint64_t resyncs, swept;
 	uint64_t purges, purged;
 	uint64_t masters_reread;          /* sequence adjustments learnt by reread_master */

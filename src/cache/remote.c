@@ -35,10 +35,18 @@ static int inject(struct cache *c, uint8_t type, const struct flow_full *ff)
 	slot->flow = ff->flow;
 	slot->ext = ff->ext;
 	rc = kernel_writer_put(c->writer, op, ff, ff_timeout(ff), cookie);
-	if (rc == 0)
+	if (rc == 0) {
 		c->n.injected_ok++;
-	else
+		if (type == WIRE_T_CT_NEW)
+			c->n.injected_new++;
+		else if (type == WIRE_T_CT_UPD)
+			c->n.injected_upd++;
+		else
+			c->n.injected_del++;
+	} else {
 		c->n.injected_failed++;
+		c->n.inject_refused[op]++;
+	}
 	return rc;
 }
 
@@ -127,6 +135,8 @@ void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int
 	if (op == KERNEL_OP_DELETE && err == ENOENT)
 		return;         /* gone already: what a DEL wanted */
 	c->n.injected_failed++;
+	if ((unsigned)op < KERNEL_OP_MAX)
+		c->n.inject_refused[op]++;
 	cache_log_write_error(c, c->mirroring ? "HotStandby: writing a received state into the kernel"
 					      : "writing a received state into the kernel", err);
 }

@@ -14,6 +14,7 @@
 #include "flow/exp_table.h"
 #include "flow/format.h"
 #include "flow/table.h"
+#include "control/compat_report.h"
 #include "control/report.h"
 
 /* Entries looked at per fill, printed or not: the work of one fill is bounded. */
@@ -388,13 +389,113 @@ void cache_health(struct cache *c, struct cache_health *out)
 	};
 }
 
+/*
+ * One table in 1.4.7's terms.  ctsyncd's upsert creates what an update
+ * does not find, so an update never fails; a deletion fails when the state
+ * is not there (`delete_not_found`, counted by the caller).
+ */
+static void compat_table(struct compat_cache *out, const struct flow_table_stats *st,
+			 uint64_t delete_not_found)
+{
+	*out = (struct compat_cache){
+		.objects = (uint64_t)st->active + st->dead,
+		.active = st->active,
+		.created = st->inserted,
+		.create_failed = st->enospc + st->enomem + st->einval,
+		.no_memory = st->enomem,
+		.no_space = st->enospc,
+		.updated = st->updated,
+		.deleted = st->deleted,
+		.delete_failed = delete_not_found,
+		.delete_not_found = delete_not_found,
+	};
+}
+
+void cache_compat_facts(struct cache *c, bool exps, struct compat_caches *out)
+{
+	const struct config *cfg = c->cfg;
+	struct flow_table_stats st;
+
+	memset(out, 0, sizeof(*out));
+	out->stats_mode = cfg->role == CONFIG_ROLE_STATS;
+	out->has_external = cfg->role == CONFIG_ROLE_SYNC;
+	if (exps) {
+		/* Expectations carry no byte or packet counters: no traffic to show. */
+		exp_table_stats(c->x.internal, &st);
+		compat_table(&out->internal, &st, 0);
+		exp_table_stats(c->x.external, &st);
+		compat_table(&out->external, &st, c->x.n.remote_delete_unknown);
+		return;
+	}
+	flow_table_stats(c->internal, &st);
+	compat_table(&out->internal, &st, c->n.events_unknown);
+	out->bypass_internal = c->bypass;
+	out->bypass = (struct compat_bypass){
+		.created = c->bp.sent_new,
+		.updated = c->bp.sent_update,
+		.deleted = c->bp.sent_destroy,
+	};
+	out->inject_external = out->has_external && cfg->sync.disable_external_cache;
+	if (out->has_external) {
+		flow_table_stats(c->external, &st);
+		compat_table(&out->external, &st, c->n.remote_delete_unknown);
+	}
+	out->inject = (struct compat_inject){
+		.created = c->n.injected_new,
+		.create_failed = c->n.inject_refused[KERNEL_OP_CREATE],
+		.updated = c->n.injected_upd,
+		.update_failed = c->n.inject_refused[KERNEL_OP_UPDATE],
+		.deleted = c->n.injected_del,
+		.delete_failed = c->n.inject_refused[KERNEL_OP_DELETE],
+	};
+	out->traffic_bytes = c->n.traffic_bytes;
+	out->traffic_packets = c->n.traffic_packets;
+}
+
+void cache_compat_runtime(struct cache *c, struct compat_runtime *out)
+{
+	struct kernel_events_stats ev = { 0 };
+
+	if (c->events)
+		kernel_events_get_stats(c->events, &ev);
+	out->events_received = ev.flows;
+	out->events_filtered = c->n.events_filtered;
+	out->catch_failed = ev.malformed + ev.truncated;
+	out->overruns = ev.overruns;
+	out->kernel_flushes = c->n.purges;
+	out->kernel_resyncs = c->n.resyncs;
+	out->netlink_buffer_bytes = ev.rcvbuf;
+}
+
+/* -s cache in 1.4.7's layout. */
+static void answer_compat_cache(struct cache *c, struct control_request *req)
+{
+	struct compat_caches facts;
+	struct compat_text t = { 0 };
+
+	cache_compat_facts(c, false, &facts);
+	compat_cache(&t, &facts);
+	if (t.failed) {
+		control_request_printf(req, "ctsyncd: out of memory\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	} else {
+		control_request_write(req, t.p, t.len);
+	}
+	compat_text_free(&t);
+}
+
 enum control_result cache_answer_stats(struct control_request *req, void *arg)
 {
 	struct cache *c = arg;
-	struct report *r = report_new(control_request_format(req));
+	struct report *r;
 	const char *text;
 	size_t len;
 
+	if (control_request_compat(req) && control_request_code(req) == CTL_STATS_CACHE) {
+		answer_compat_cache(c, req);
+		return CONTROL_DONE;
+	}
+	r = report_new(control_request_format(req));
 	if (!r || (cache_report(c, r), !(text = report_finish(r, &len)))) {
 		control_request_printf(req, "ctsyncd: out of memory\n");
 		control_request_set_status(req, CTL_STATUS_FAILED);

@@ -24,6 +24,7 @@ enum opt_kind {
 	OPT_XML,
 	OPT_JSON,
 	OPT_PROMETHEUS,
+	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_GENKEY,
@@ -147,6 +148,9 @@ static const struct cli_opt cli_opts[] = {
 	  "with -s: statistics as one JSON object", NULL, WORDS_NONE, 0 },
 	{ '\0', "prometheus", OPT_PROMETHEUS, GROUP_REQUEST, NULL,
 	  "with -s: statistics as Prometheus metrics", NULL, WORDS_NONE, 0 },
+	{ '\0', "verbose", OPT_VERBOSE, GROUP_REQUEST, NULL,
+	  "with -s: every counter of ctsyncd, as text (the default text is conntrackd 1.4.7's)",
+	  NULL, WORDS_NONE, 0 },
 	{ 'R', NULL, OPT_REQUEST, GROUP_REQUEST, NULL,
 	  "reload the kernel table into the internal cache",
 	  resync_words, WORDS_LENIENT, CTL_RESYNC_KERNEL_ALL },
@@ -193,6 +197,7 @@ struct parse_state {
 	uint32_t base_request;           /* the request before -x */
 	const char *json_word;
 	const char *prometheus_word;
+	const char *verbose_word;
 };
 
 static void set_message(struct cli_options *o, const char *fmt, ...)
@@ -427,6 +432,10 @@ static int parse_one(struct cli_options *o, struct parse_state *st, const struct
 		o->prometheus = true;
 		st->prometheus_word = word;
 		return 0;
+	case OPT_VERBOSE:
+		o->verbose = true;
+		st->verbose_word = word;
+		return 0;
 	case OPT_HELP:
 		o->action = CLI_HELP;
 		o->exit_status = 0;
@@ -520,6 +529,25 @@ int cli_parse(int argc, char *const argv[], struct cli_options *o)
 			return usage_error(o, true, 1);
 		}
 		o->request |= CTL_FLAG_PROMETHEUS;
+	}
+	if (o->verbose) {
+		if (o->action != CLI_CLIENT_REQUEST || !ctl_request_is_stats(o->request)) {
+			set_message(o, "'%.*s' is only valid with -s", QUOTE_MAX, st.verbose_word);
+			return usage_error(o, true, 1);
+		}
+		if (o->json || o->prometheus) {
+			set_message(o, "'%.*s' cannot be combined with '%.*s': give one format",
+				    QUOTE_MAX, st.verbose_word, QUOTE_MAX,
+				    o->json ? st.json_word : st.prometheus_word);
+			return usage_error(o, true, 1);
+		}
+		if ((o->request & CTL_CODE_MASK) == CTL_STATS_HEALTH) {
+			set_message(o, "'%.*s' does not apply to -s health, which prints one line for "
+				    "monitoring; -s --verbose has the peers and counters", QUOTE_MAX,
+				    st.verbose_word);
+			return usage_error(o, false, 3);
+		}
+		o->request |= CTL_FLAG_VERBOSE;
 	}
 	return 0;
 }

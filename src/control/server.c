@@ -213,6 +213,11 @@ enum report_format control_request_format(const struct control_request *req)
 	return REPORT_TEXT;
 }
 
+bool control_request_compat(const struct control_request *req)
+{
+	return !(req->raw_code & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_VERBOSE));
+}
+
 void control_request_set_status(struct control_request *req, enum ctl_status status)
 {
 	req->status = status;
@@ -384,7 +389,7 @@ static void request_dispatch(struct control_request *req)
 			req->outlen = sizeof(struct ctl_status_header);
 	}
 	if (code < CTL_REQUEST_MAX &&
-	    !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_STATUS)) &&
+	    !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_VERBOSE | CTL_FLAG_STATUS)) &&
 	    (flags & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) != (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS))
 		h = &srv->handlers[code];
 

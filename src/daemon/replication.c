@@ -24,6 +24,7 @@
 #include "cache/cache.h"
 #include "config/config.h"
 #include "config/diff.h"
+#include "control/compat_report.h"
 #include "control/health.h"
 #include "control/link_report.h"
 #include "control/peer_report.h"
@@ -651,13 +652,154 @@ static void report_queues(struct replication *r, struct report *rep)
 	report_end(rep);
 }
 
+/* ---- conntrackd 1.4.7's text (control/compat_report.h) ------------------------------ */
+
+static bool count_rsq_control(void *arg, const struct ftfw_rsq_entry *ent)
+{
+	uint64_t *n = arg;
+
+	if (ent->handle == 0)
+		(*n)++;
+	return true;
+}
+
+void replication_compat_facts(struct replication *r, struct compat_sync *out)
+{
+	struct link_info links[CONFIG_MAX_LINKS];
+	struct link_channel_info channel;
+	struct ftfw_stats st;
+	unsigned n = link_group_info(r->links, links, &channel);
+
+	memset(out, 0, sizeof(*out));
+	out->ftfw = r->cfg->sync.mode == CONFIG_MODE_FTFW;
+	out->nlinks = n;
+	out->active = channel.active;
+	for (unsigned i = 0; i < n; i++) {
+		const struct link_info *l = &links[i];
+		struct compat_link *c = &out->links[i];
+
+		*c = (struct compat_link){
+			.kind = l->kind,
+			.status = l->status,
+			.active = l->active,
+			.tcp_server_connected = l->tcp_server_connected,
+			.tcp_client_connected = l->tcp_client_connected,
+			.bytes_sent = l->stats.bytes_sent,
+			.bytes_recv = l->stats.bytes_recv,
+			.packets_sent = l->stats.packets_sent,
+			.packets_recv = l->stats.packets_recv,
+			.errors_sent = l->stats.errors_sent,
+			.errors_recv = l->stats.errors_recv,
+		};
+		memcpy(c->ifname, l->ifname, sizeof(c->ifname));
+	}
+	ftfw_stats(r->engine, &st);
+	for (unsigned i = 1; i < WIRE_R_MAX; i++) {
+		uint64_t k = st.malformed[i];
+
+		out->malformed += k;
+		switch (wire_reason_counter((enum wire_reason)i)) {
+		case WIRE_C_WRONG_VERSION:
+			out->wrong_version += k;
+			break;
+		case WIRE_C_BAD_HEADER:
+			out->bad_header += k;
+			break;
+		case WIRE_C_BAD_PAYLOAD:
+			out->bad_payload += k;
+			break;
+		case WIRE_C_BAD_TYPE:
+			out->bad_type += k;
+			break;
+		case WIRE_C_TRUNCATED:
+			out->truncated += k;
+			break;
+		case WIRE_C_BAD_SIZE:
+			out->bad_size += k;
+			break;
+		case WIRE_C_NONE:
+		case WIRE_C_MAX:
+			break;
+		}
+	}
+	out->send_malformed = st.tx_refused;
+	out->seq_lost = st.seq_lost;
+	out->seq_before = st.seq_before;
+	/*
+	 * The queues.  The transmit queues hold each state at most once and
+	 * have no limit of their own: INT_MAX, as 1.4.7 shows its unbounded
+	 * txqueue.  ctsyncd has no error queue.  A full resend window stalls
+	 * sending instead of refusing: the stalls are the "not enough space"
+	 * of the resend queue.  Its nodes are the control messages in it (the
+	 * states are not copied into it).
+	 */
+	out->txq_len = (uint64_t)st.txq_len + st.retxq_len;
+	out->txq_max = INT32_MAX;
+	out->rsq_len = st.inflight;
+	out->rsq_max = st.inflight_max;
+	out->rsq_full = st.flow_control_stalls;
+	if (out->ftfw)
+		ftfw_rsqueue_foreach(r->engine, count_rsq_control, &out->queue_nodes);
+}
+
+static bool rsq_line(void *arg, const struct ftfw_rsq_entry *ent)
+{
+	struct compat_rsq_entry e = {
+		.seq = ent->seq,
+		.control = ent->handle == 0,
+		.flags = ent->flags,
+	};
+
+	compat_rsqueue_entry(arg, &e);
+	return !((struct compat_text *)arg)->failed;
+}
+
+static void answer_compat(struct replication *r, struct control_request *req)
+{
+	struct compat_text t = { 0 };
+	struct compat_sync facts;
+	struct ftfw_stats st;
+
+	replication_compat_facts(r, &facts);
+	switch (control_request_code(req)) {
+	case CTL_STATS_NETWORK:
+		compat_network(&t, &facts);
+		break;
+	case CTL_STATS_LINK:
+		compat_links(&t, &facts);
+		break;
+	case CTL_STATS_QUEUE:
+		compat_queue(&t, &facts);
+		break;
+	default: /* rsqueue: FTFW's alone; NOTRACK and ALARM show nothing, as 1.4.7 */
+		if (!facts.ftfw)
+			break;
+		ftfw_stats(r->engine, &st);
+		compat_rsqueue_head(&t, st.inflight);
+		ftfw_rsqueue_foreach(r->engine, rsq_line, &t);
+		break;
+	}
+	if (t.failed) {
+		control_request_printf(req, "ctsyncd: out of memory while building statistics\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	} else if (t.len > 0) {
+		control_request_write(req, t.p, t.len);
+	}
+	compat_text_free(&t);
+}
+
 enum control_result replication_answer_stats(struct control_request *req, void *arg)
 {
 	struct replication *r = arg;
-	struct report *rep = report_new(control_request_format(req));
+	struct report *rep;
 	const char *text;
 	size_t len;
 
+	if (control_request_compat(req)) {
+		answer_compat(r, req);
+		return CONTROL_DONE;
+	}
+	rep = report_new(control_request_format(req));
 	if (!rep) {
 		control_request_printf(req, "ctsyncd: out of memory\n");
 		control_request_set_status(req, CTL_STATUS_FAILED);

@@ -41,6 +41,10 @@ int replication_reload_keys(struct replication *r, const struct config_sync *s);
  * reason, the envelope, the links.
  */
 void replication_report(struct replication *r, struct report *rep, bool everything);
+
+/* The sync side's facts for the text of conntrackd 1.4.7 (control/compat_report.h). */
+struct compat_sync;
+void replication_compat_facts(struct replication *r, struct compat_sync *out);
 /*
  * The peers now, at most `max` of them (UDP, TCP: the one peer, even
  * never heard; multicast: every address heard on the group, down ones

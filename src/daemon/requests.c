@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "config/config.h"
+#include "control/compat_report.h"
 #include "control/server.h"
 #include "loop/log.h"
 #include "loop/loop.h"
@@ -37,6 +38,7 @@ static enum control_result answer_stats(struct control_request *req, void *arg);
 static enum control_result answer_process(struct control_request *req, void *arg);
 static enum control_result answer_kill(struct control_request *req, void *arg);
 static enum control_result answer_config(struct control_request *req, void *arg);
+static enum control_result answer_stats_expect(struct control_request *req, void *arg);
 
 /*
  * Every request code of conntrackd 1.4.7 and where it is answered: the one
@@ -64,7 +66,7 @@ static const struct route {
 	{ CTL_DUMP_INTERNAL_EXP_XML, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
 	{ CTL_DUMP_EXTERNAL_EXP_XML, NEED_EXPECT, OWNER_CACHE, cache_answer_dump },
 	{ CTL_STATS_CACHE, NEED_KERNEL, OWNER_CACHE, cache_answer_stats },
-	{ CTL_STATS_EXPECT, NEED_EXPECT, OWNER_CACHE, cache_answer_stats },
+	{ CTL_STATS_EXPECT, NEED_EXPECT, OWNER_DAEMON, answer_stats_expect },
 	{ CTL_COMMIT_ALL, NEED_EXTERNAL, OWNER_CACHE, cache_answer_commit },
 	{ CTL_COMMIT_CT, NEED_EXTERNAL, OWNER_CACHE, cache_answer_commit },
 	{ CTL_COMMIT_EXP, NEED_EXPECT, OWNER_CACHE, cache_answer_commit },
@@ -159,6 +161,15 @@ static enum control_result answer_unavailable(struct control_request *req, void 
 	 * or act on, and says so as conntrackd 1.4.7 does: done (exit 0), the
 	 * dumps empty (scripts read them), the other requests with a note.
 	 */
+	/*
+	 * 1.4.7 answers the statistics it has not (expectations without
+	 * ExpectationSync, the sync side in Stats mode) with nothing, and so
+	 * does its layout here; --verbose and --json say why.  -s health is
+	 * ctsyncd's own: a monitor must learn that it cannot be answered.
+	 */
+	if (ctl_request_is_stats(code) && code != CTL_STATS_HEALTH && control_request_compat(req) &&
+	    ctx->cfg->role != CONFIG_ROLE_NONE)
+		return CONTROL_DONE;
 	if (need == NEED_EXPECT && ctx->cfg->role == CONFIG_ROLE_SYNC && !ctx->cfg->sync.expectation_sync) {
 		if (!is_expect_dump(code))
 			control_request_printf(req, "ctsyncd: '%s': no expectations, %s\n", ctl_request_name(code),
@@ -231,12 +242,79 @@ static struct report *new_report(struct control_request *req)
 	return r;
 }
 
+/* ---- conntrackd 1.4.7's text (control/compat_report.h) ---------------------------- */
+
+static void send_compat(struct control_request *req, struct compat_text *t)
+{
+	if (t->failed) {
+		control_request_printf(req, "ctsyncd: out of memory while building statistics\n");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+	} else if (t->len > 0) {
+		control_request_write(req, t->p, t->len);
+	}
+	compat_text_free(t);
+}
+
+/* -s, -s ct and -s expect: the caches (of conntracks or of expectations), the link, the messages. */
+static void compat_answer_summary(struct requests_ctx *ctx, struct control_request *req, bool exps)
+{
+	struct compat_text t = { 0 };
+	struct compat_caches caches = { 0 };
+	struct compat_sync sync;
+
+	if (ctx->cache)
+		cache_compat_facts(ctx->cache, exps, &caches);
+	if (ctx->replication)
+		replication_compat_facts(ctx->replication, &sync);
+	compat_summary(&t, &caches, ctx->replication ? &sync : NULL);
+	send_compat(req, &t);
+}
+
+/*
+ * -s runtime.  ctsyncd never forks and waits in epoll, not select: the
+ * child and select/wait lines stay 0.  A local read that failed is a
+ * client gone or silent before its whole request code.
+ */
+static void compat_answer_runtime(struct requests_ctx *ctx, struct control_request *req)
+{
+	const struct control_server_stats *s = control_server_stats(ctx->ctl);
+	struct compat_text t = { 0 };
+	struct compat_runtime rt = { 0 };
+
+	rt.uptime_seconds = (loop_now_ms(ctx->loop) - ctx->started_ms) / 1000u;
+	if (ctx->cache)
+		cache_compat_runtime(ctx->cache, &rt);
+	rt.local_read_failed = s->bad_requests;
+	rt.local_unknown = s->unknown;
+	compat_runtime(&t, &rt);
+	send_compat(req, &t);
+}
+
+/* -s expect: the expectation caches (ExpectationSync on; route_target() sees to it). */
+static enum control_result answer_stats_expect(struct control_request *req, void *arg)
+{
+	struct requests_ctx *ctx = arg;
+
+	if (!control_request_compat(req))
+		return cache_answer_stats(req, ctx->cache);
+	compat_answer_summary(ctx, req, true);
+	return CONTROL_DONE;
+}
+
 /* -s, and -s runtime: everything this daemon has to tell. */
 static enum control_result answer_stats(struct control_request *req, void *arg)
 {
 	struct requests_ctx *ctx = arg;
-	struct report *r = new_report(req);
+	struct report *r;
 
+	if (control_request_compat(req)) {
+		if (control_request_code(req) == CTL_STATS_RUNTIME)
+			compat_answer_runtime(ctx, req);
+		else
+			compat_answer_summary(ctx, req, false);
+		return CONTROL_DONE;
+	}
+	r = new_report(req);
 	if (!r)
 		return CONTROL_DONE;
 	report_daemon(ctx, r);
@@ -252,11 +330,19 @@ static enum control_result answer_stats(struct control_request *req, void *arg)
 	return CONTROL_DONE;
 }
 
-/* -s process: conntrackd forks children for dumps and flushes; ctsyncd never forks. */
+/*
+ * -s process: conntrackd forks children for dumps and flushes; ctsyncd
+ * never forks.  1.4.7 lists its running children, one line each: here
+ * never any, so its text is empty.
+ */
 static enum control_result answer_process(struct control_request *req, void *arg)
 {
-	struct report *r = new_report(req);
+	struct report *r;
 
+	(void)arg;
+	if (control_request_compat(req))
+		return CONTROL_DONE;
+	r = new_report(req);
 	if (!r)
 		return CONTROL_DONE;
 	report_begin(r, "process");

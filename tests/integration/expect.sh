@@ -70,7 +70,7 @@ check "B's kernel has the expectation" kexp_has B 'dport=51210'
 k_a=$(ct_in A -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
 k_b=$(ct_in B -L expect | grep -o 'proto=6 .*' | sed 's/ *$//')
 check "the two kernels' expectations agree apart from the timeout: [$k_a] [$k_b]" test -n "$k_a" -a "$k_a" = "$k_b"
-ctl B -s expect | grep -q 'committed' && pass "-s expect reports the commit" || fail "-s expect reports the commit"
+ctl B -s expect --verbose | grep -q 'committed' && pass "-s expect reports the commit" || fail "-s expect reports the commit"
 
 # The data connection: the expectation is used up, and a related flow appears.
 data_conn A 51210

@@ -69,10 +69,10 @@ polls=$(jget '["polling"]["polls"]' <<<"$j")
 check "A counts its polls ($polls)" test "$polls" -ge 3
 check "and shows when the last one ended" test "$(jget '["polling"]["last_poll_unix"]' <<<"$j")" -gt 0
 log "last poll: $(jget '["polling"]' <<<"$j")"
-out=$(ctl A -s)
-check "-s as text shows the polling section" contains "$out" 'last poll states'
-out=$(ctl A -s runtime)
-check "-s runtime answers and shows the polling" contains "$out" 'poll secs'
+out=$(ctl A -s --verbose)
+check "-s --verbose shows the polling section" contains "$out" 'last poll states'
+out=$(ctl A -s runtime --verbose)
+check "-s runtime --verbose answers and shows the polling" contains "$out" 'poll secs'
 
 # --- no echo of a commit -----------------------------------------------------------------------
 # B's states reach A's external cache by B's events; A commits them into its

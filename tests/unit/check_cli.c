@@ -17,6 +17,7 @@
 #define NOMSG NULL
 #define J(code) ((code) | CTL_FLAG_JSON)
 #define P(code) ((code) | CTL_FLAG_PROMETHEUS)
+#define V(code) ((code) | CTL_FLAG_VERBOSE)
 
 struct cli_case {
 	const char *args[MAX_ARGS];     /* after argv[0]; NULL-terminated */
@@ -174,6 +175,17 @@ static const struct cli_case cases[] = {
 	ERR(1, true, "'--prometheus' cannot be combined with '--json': give one format",
 	    "--prometheus", "-s", "cache", "--json"),
 	ERR(1, true, "unknown option '--prom'", "-s", "--prom"),
+	/* --verbose: ctsyncd's own text instead of 1.4.7's */
+	REQ(V(CTL_STATS), "-s", "--verbose"),
+	REQ(V(CTL_STATS_CACHE), "--verbose", "-s", "cache"),
+	REQ(V(CTL_STATS_RSQUEUE), "-s", "rsqueue", "--verbose", "--verbose"),
+	ERR(1, true, "'--verbose' is only valid with -s", "-i", "--verbose"),
+	ERR(1, true, "'--verbose' is only valid with -s", "--verbose"),
+	ERR(1, true, "'--verbose' cannot be combined with '--json': give one format",
+	    "-s", "--json", "--verbose"),
+	ERR(1, true, "'--verbose' cannot be combined with '--prometheus': give one format",
+	    "-s", "--verbose", "--prometheus"),
+	ERR(3, false, "'--verbose' does not apply to -s health", "-s", "health", "--verbose"),
 
 	/* One mode, one request. */
 	ERR(1, true, "'-k' cannot be combined with '-s'", "-s", "-k"),
@@ -394,7 +406,7 @@ START_TEST(usage_lists_every_option_and_word)
 		"-d ", "-C <file>", "--check", "-c [ct|expect]", "-f [internal|external]",
 		"-F [ct|expect]", "-i [ct|expect]", "-e [ct|expect]", "-x ", "-k ",
 		"-s [network|cache|runtime|link|rsqueue|process|queue|ct|expect|health]", "--json",
-		"--prometheus",
+		"--prometheus", "--verbose",
 		"-R [ct|expect]", "-B ", "-n ", "-t ", "-h, --help", "-v, --version", "--genkey",
 		CONFIG_DEFAULT_PATH,
 	};
@@ -426,7 +438,7 @@ START_TEST(every_usage_option_parses)
 			continue;
 		sscanf(line + 2, "%31[^ ,]", opt);
 		if (strcmp(opt, "--json") == 0 || strcmp(opt, "--prometheus") == 0 ||
-		    strcmp(opt, "-x") == 0) {
+		    strcmp(opt, "--verbose") == 0 || strcmp(opt, "-x") == 0) {
 			/* Modifiers: valid only after their request. */
 			argv[1] = strcmp(opt, "-x") == 0 ? "-i" : "-s";
 			argv[2] = opt;
