@@ -197,6 +197,19 @@ done
 # PrivateTmp.
 mount -t tmpfs -o mode=1777,nosuid,nodev tmp "$new/tmp"
 mount -t tmpfs -o mode=1777,nosuid,nodev tmp "$new/var/tmp"
+# A service's programs are installed (/usr/sbin); the test's come from a
+# build tree, which may itself lie under /tmp (a clone there): the
+# directory of each program run here stays visible, read-only, and
+# nothing else of the host's /tmp does.
+for prog in "$SECCOMP_EXEC" "$@"; do
+	[[ $prog == /* && -f $prog && -x $prog ]] || continue
+	[[ $prog == /tmp/* || $prog == /var/tmp/* ]] || continue
+	d=$(dirname "$prog")
+	mountpoint -q "$new$d" && continue
+	mkdir -p "$new$d"
+	mount --bind "$d" "$new$d"
+	mount -o remount,bind,ro "$new$d"
+done
 
 # UMask; CapabilityBoundingSet and NoNewPrivileges (setpriv); then the
 # filters: RestrictAddressFamilies, RestrictNamespaces, RestrictSUIDSGID,
