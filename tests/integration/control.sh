@@ -163,7 +163,7 @@ check "and less than 5 s of CPU ($(((cpu1 - cpu0) * 10)) ms)" test $((cpu1 - cpu
 check "all $STALLED were streamed ($streams)" test "$streams" -ge "$STALLED"
 kill "$stalled"; wait "$stalled" 2>/dev/null
 t0=$SECONDS
-lines=$(ctl B -e | grep -c 'updated')
+lines=$(ctl B -e | grep -c 'active since')
 check "a client that reads gets the whole dump ($lines lines of $STATES, $((SECONDS - t0)) s)" test "$lines" -eq "$STATES"
 lines=$(ctl B -e -x | grep -c '<flow>')
 check "in XML too ($lines lines)" test "$lines" -eq "$STATES"
