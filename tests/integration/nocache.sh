@@ -18,9 +18,14 @@ require_built "$CTLOAD"
 N=${NOCACHE_STATES:-3000}
 
 pair_setup || { echo "cannot create the namespaces" >&2; exit 99; }
-# The Filter ignores 10.99.0.0/16: such states must never reach B.
+# The Filter ignores 10.99.0.0/16: such states must never reach B.  A's
+# event buffer is one the bursts below never fill: without an internal
+# cache a DESTROY event lost to an overrun cannot be made good (1.4.7
+# neither; doc/protocol.md, deviation 26), and a loaded machine overran
+# the default 2 MiB.
 MODE_OPTS="DisableInternalCache on" pair_conf A NOTRACK "" \
-	"Filter { Address Ignore { IPv4_address 10.99.0.0/16 } }"
+	"Filter { Address Ignore { IPv4_address 10.99.0.0/16 } }
+	NetlinkBufferSize 33554432"
 pair_conf B NOTRACK
 # present before A starts: not sent until a bulk (as conntrackd)
 ct_in A -I -s 10.0.0.9 -d 10.0.0.2 -p tcp --sport 9 --dport 80 --state ESTABLISHED -t 300
