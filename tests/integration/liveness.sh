@@ -53,7 +53,7 @@ kill_and_return() {
 	check "$kind: -s shows B up" peer_is A state up
 	check "$kind: -s shows when B was last heard" contains "$(peer A last_heard)" '^20[0-9-]+T[0-9:.]+Z$'
 	# Past PeerTimeout (3 s) since its start, with B heard, an idle A sleeps:
-	# its deadline for a peer never heard is gone (it once spun on it).
+	# its deadline for a peer never heard must not stay in the past and wake it.
 	sleep 3
 	local cpu
 	cpu=$(cpu_ms A 2)
