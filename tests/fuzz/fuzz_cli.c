@@ -4,8 +4,8 @@
  * The input is split on NUL bytes into argv[1..] (argv[0] is "ctsyncd").
  * Whatever the words, cli_parse() must return a consistent result: an
  * error carries a message and exit status 0 or 1, a request is a known
- * code, and --json or --prometheus (never both) only ever rides on a
- * statistics request.
+ * code, and --json, --prometheus or --verbose (never two of them) only
+ * ever rides on a statistics request.
  */
 #include <errno.h>
 #include <limits.h>
@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *argv[MAX_ARGS + 2];
 	struct cli_options o;
 	char *buf, *p, *end;
-	int argc = 0, ret;
+	int argc = 0, ret, formats;
 
 	buf = malloc(size + 1);
 	if (!buf)
@@ -58,13 +58,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case CLI_CLIENT_REQUEST:
 		if (ret != 0)
 			abort();
-		if ((o.request & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) >= CTL_REQUEST_MAX)
+		if ((o.request & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_VERBOSE)) >=
+		    CTL_REQUEST_MAX)
 			abort();
 		if (strcmp(ctl_request_name(o.request), "unknown request") == 0)
 			abort();
-		if ((o.request & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) && !ctl_request_is_stats(o.request))
+		formats = !!(o.request & CTL_FLAG_JSON) + !!(o.request & CTL_FLAG_PROMETHEUS) +
+			  !!(o.request & CTL_FLAG_VERBOSE);
+		if (formats > 0 && !ctl_request_is_stats(o.request))
 			abort();
-		if ((o.request & CTL_FLAG_JSON) && (o.request & CTL_FLAG_PROMETHEUS))
+		if (formats > 1)
 			abort();
 		break;
 	case CLI_HELP:
