@@ -33,7 +33,7 @@ static const char BASE_SYNC[] =
 	" Mode FTFW { ResendQueueSize 131072 ACKWindowSize 300 CommitTimeout 0 PurgeTimeout 60"
 	" DisableExternalCache off StartupResync off HotStandby off }\n"
 	" RefreshTime 15\n CacheTimeout 40\n"
-	" PeerTimeout 30\n"
+	" PeerTimeout 30\n AliveInterval 1000\n"
 	" Health { PeerSilentWarning 10 ResendBacklogWarning 10 ResendBacklogCritical 60 RecentErrors 300 }\n"
 	" Key /etc/k1\n"
 	" UDP { IPv4_address 10.0.0.1 IPv4_Destination_Address 10.0.0.2 Port 3780 Interface eth1"
@@ -109,7 +109,8 @@ static const struct change_case cases[] = {
 	{ "PurgeTimeout", NULL, "PurgeTimeout 60", "PurgeTimeout 5", CONFIG_LIVE, "60", "5" },
 	{ "RefreshTime", NULL, "RefreshTime 15", "RefreshTime 5", CONFIG_LIVE, "15", "5" },
 	{ "CacheTimeout", NULL, "CacheTimeout 40", "CacheTimeout 20", CONFIG_LIVE, "40", "20" },
-	{ "PeerTimeout", NULL, "PeerTimeout 30", "PeerTimeout 3", CONFIG_LIVE, "30", "3" },
+	{ "PeerTimeout", NULL, "PeerTimeout 30", "PeerTimeout 2500ms", CONFIG_LIVE, "30", "2500ms" },
+	{ "AliveInterval", NULL, "AliveInterval 1000", "AliveInterval 200", CONFIG_LIVE, "1000", "200" },
 	{ "Health PeerSilentWarning", NULL, "PeerSilentWarning 10", "PeerSilentWarning 4", CONFIG_LIVE,
 	  "10", "4" },
 	{ "Health ResendBacklogWarning", NULL, "ResendBacklogWarning 10", "ResendBacklogWarning 20",
