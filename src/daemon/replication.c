@@ -166,7 +166,8 @@ static void apply(void *arg, unsigned peer, uint8_t type, const struct flow_full
 {
 	struct replication *r = arg;
 
-	cache_apply_remote(r->cache, type, f);
+	/* Origins are peer ids + 1: 0 is "unknown" in the external cache. */
+	cache_apply_remote(r->cache, type, f, peer + 1);
 }
 
 static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x)
@@ -205,6 +206,50 @@ static void peer_name(const struct replication *r, unsigned peer, char *buf, siz
 	if (l->kind != CONFIG_LINK_MCAST && inet_ntop(l->dest.family, &l->dest.u, buf, (socklen_t)len))
 		return;
 	snprintf(buf, len, "#%u", peer);
+}
+
+static bool same_addr(int family, const uint8_t addr[16], const struct ctl_origin *o)
+{
+	return (int)o->family == family &&
+	       memcmp(addr, o->addr, family == AF_INET ? 4 : 16) == 0;
+}
+
+/*
+ * `--origin ADDRESS` to an origin of the external cache (a peer id + 1).
+ * In a group, the peer heard from that address; over UDP and TCP, the one
+ * peer, by its address as heard or as configured on any link.
+ */
+static int origin_of(void *arg, const struct ctl_origin *o, char *why, size_t cap)
+{
+	struct replication *r = arg;
+	char want[INET6_ADDRSTRLEN] = "?", name[INET6_ADDRSTRLEN + 8];
+	size_t len;
+
+	inet_ntop((int)o->family, o->addr, want, sizeof(want));
+	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST) {
+		if (r->peers[0].used && same_addr(r->peers[0].family, r->peers[0].addr, o))
+			return 1;
+		for (unsigned i = 0; i < r->cfg->sync.nlinks; i++) {
+			const struct config_addr *d = &r->cfg->sync.links[i].dest;
+
+			if (d->family && same_addr(d->family, (const uint8_t *)&d->u, o))
+				return 1;
+		}
+		peer_name(r, 0, name, sizeof(name));
+		snprintf(why, cap, "%s is not the peer of this node (its peer is %s)", want, name);
+		return -ENOENT;
+	}
+	for (unsigned i = 0; i < FTFW_PEERS_MAX && r->peers[i].used; i++)
+		if (same_addr(r->peers[i].family, r->peers[i].addr, o))
+			return (int)i + 1;
+	len = (size_t)snprintf(why, cap, "no peer has sent from %s; heard so far:", want);
+	for (unsigned i = 0; i < FTFW_PEERS_MAX && r->peers[i].used && len < cap; i++) {
+		peer_name(r, i, name, sizeof(name));
+		len += (size_t)snprintf(why + len, cap - len, " %s", name);
+	}
+	if (!r->peers[0].used && len < cap)
+		snprintf(why + len, cap - len, " none");
+	return -ENOENT;
 }
 
 static unsigned long long secs(uint64_t ms)
@@ -267,18 +312,16 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
  * in particular), and the engine asks for its whole table.  What we hold
  * of it is marked, not dropped: a takeover while the resend is in flight
  * still finds every state, and once the resend is over (sweep_due())
- * what the peer did not send again goes.  With one peer (unicast, TCP)
- * the external cache is all its; a multicast group shares the cache, so
- * there only the resync request is made.
+ * what the peer did not send again goes.  The external cache knows each
+ * state's sender, so in a group only that peer's states are marked.
  */
 static void peer_reset(void *arg, unsigned peer)
 {
 	struct replication *r = arg;
 
-	(void)peer;
-	if (r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST || r->cfg->sync.disable_external_cache)
+	if (r->cfg->sync.disable_external_cache)
 		return;
-	cache_external_mark(r->cache);
+	cache_external_mark(r->cache, peer + 1);
 	r->marked_ms = loop_now_ms(r->loop);
 	r->quiet_since_ms = r->marked_ms;
 	r->data_seen = 0;
@@ -520,6 +563,8 @@ static void report_sync(struct replication *r, struct report *rep)
 		       "Requests for a bulk send folded into a walk already due.");
 	report_counter(rep, "retransmission_timeouts", st.rto_rounds,
 		       "Retransmission timeouts that fired.");
+	report_counter(rep, "retransmission_probes", st.rto_probes,
+		       "Messages a timeout resent as a probe: only silent peers lacked them.");
 	report_counter(rep, "hello_resends", st.hello_resends,
 		       "Messages sent during the HELLO handshake and sent again once it completed.");
 	report_counter(rep, "hello_gap_resyncs", st.hello_gap_resyncs,
@@ -605,7 +650,23 @@ static void report_peers(struct replication *r, struct report *rep)
 {
 	struct health_peer peers[HEALTH_PEERS_MAX];
 	unsigned n = replication_peers(r, peers, HEALTH_PEERS_MAX);
+	uint32_t by_origin[CACHE_ORIGIN_MAX + 1];
+	bool mcast = r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST;
 
+	cache_external_by_origin(r->cache, by_origin);
+	/* replication_peers() lists peer ids in order from 0: peers[i] is id i. */
+	for (unsigned i = 0; i < n; i++) {
+		struct ftfw_peer_stats ps;
+
+		ftfw_peer_stats(r->engine, i, &ps);
+		peers[i].detail = true;
+		peers[i].member = ps.member;
+		peers[i].last_seq = ps.last_seq;
+		peers[i].seq_lost = ps.seq_lost;
+		peers[i].unacked = ps.member ? ftfw_peer_unacked(r->engine, i) : 0;
+		/* With one peer, states from before its address was known are its too. */
+		peers[i].external_states = by_origin[i + 1] + (mcast ? 0 : by_origin[0]);
+	}
 	control_report_peers(rep, peers, n);
 }
 
@@ -858,7 +919,9 @@ static void engine_config(const struct config *cfg, struct ftfw_config *fc)
 		       (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
 		       (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0);
 	fc->refresh_time_s = cfg->sync.refresh_time;
-	fc->peer_timeout_ms = (cfg->sync.peer_timeout ? cfg->sync.peer_timeout : CONFIG_DEFAULT_PEER_TIMEOUT) * 1000u;
+	fc->peer_timeout_ms = cfg->sync.peer_timeout_ms ? cfg->sync.peer_timeout_ms :
+			      CONFIG_DEFAULT_PEER_TIMEOUT * 1000u;
+	fc->alive_ms = cfg->sync.alive_interval_ms;
 }
 
 int replication_reload_keys(struct replication *r, const struct config_sync *s)
@@ -985,6 +1048,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	}
 	listener.arg = r;
 	cache_set_listener(caches, &listener);
+	cache_set_origin_resolver(caches, origin_of, r);
 	if (cache_exp_internal(caches)) {
 		struct cache_exp_listener xl = { .changed = on_exp_change, .forget = on_exp_forget, .arg = r };
 
@@ -1007,6 +1071,8 @@ void replication_stop(struct replication *r)
 		link_group_flush(r->links);
 	}
 	cache_set_listener(r->cache, &none);
+	if (r->cache)
+		cache_set_origin_resolver(r->cache, NULL, NULL);
 	ftfw_free(r->engine);
 	link_group_close(r->links);
 	sealing_stop(r->sealing);
