@@ -1008,9 +1008,9 @@ opt_confirm_elsewhere(struct parser *p, const struct token *kw, const struct opt
 }
 
 #define OPT_CONFIRM_ELSEWHERE \
-	{ "ConfirmQueue", opt_confirm_elsewhere, 0, 0, 0, false }, \
-	{ "ConfirmTimeout", opt_confirm_elsewhere, 0, 0, 0, false }, \
-	{ "ConfirmHeldMax", opt_confirm_elsewhere, 0, 0, 0, false }
+	{ "ConfirmQueue", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmTimeout", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmHeldMax", opt_confirm_elsewhere, 0, 0, 0, true }
 
 static const struct option ftfw_options[] = {
 	{ "ResendQueueSize", opt_u32, S(resend_queue_size), 1, INT32_MAX, false },

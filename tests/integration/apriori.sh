@@ -245,6 +245,17 @@ log "timeout: connect() took $(connect_ms c2) ms"
 check "timeout: counted as timed_out" at_least 1 timed_out 1
 touch "$WORK/c2.go"
 sync_up 1
+# status.sh runs no a-priori daemon: the confirm rows are checked here.
+confirm_keys_documented() {
+	ctl 1 -s --json | python3 -c '
+import json, re, sys
+seen = set(json.load(sys.stdin)["confirm"])
+doc = set(re.findall(r"^\| `confirm\.([a-z0-9_]+)`", open(sys.argv[1]).read(), re.M))
+if seen != doc:
+    print("undocumented:", sorted(seen - doc), "documented, not shown:", sorted(doc - seen)); sys.exit(1)
+' "$(cd "$(dirname "$0")/../../doc" && pwd)/status-json.md"
+}
+check "the confirm section has exactly the keys doc/status-json.md documents" confirm_keys_documented
 log "fw1: $(ctl 1 -s --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["confirm"])')"
 stop 1
 stop 2
