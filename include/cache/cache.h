@@ -126,6 +126,15 @@ struct flow_table *cache_external(struct cache *c);
 /* The internal expectation table, or NULL when ExpectationSync is off. */
 struct exp_table *cache_exp_internal(struct cache *c);
 
+/*
+ * A-priori mode: the kernel's current state `ff` of a connection whose
+ * packet is held (it has not passed yet, so its event has not come): take
+ * it into the internal cache as the coming UPDATE event would, and tell
+ * the listener.  Returns the entry's handle, or 0 when the Filter ignores
+ * the state, the cache refused it, or there is no internal cache.
+ */
+uint32_t cache_local_observe(struct cache *c, const struct flow_full *ff);
+
 /* A dead internal entry whose end the peer has acknowledged. */
 void cache_forget_dead(struct cache *c, uint32_t handle);
 void cache_exp_forget_dead(struct cache *c, uint32_t xh);

@@ -50,6 +50,9 @@
 #define CONFIG_DEFAULT_BACKLOG_WARNING      10u
 #define CONFIG_DEFAULT_BACKLOG_CRITICAL     60u
 #define CONFIG_DEFAULT_RECENT_ERRORS        300u
+/* Mode FTFW { ConfirmTimeout, ConfirmHeldMax } (ctsyncd's own, doc/apriori.md). */
+#define CONFIG_DEFAULT_CONFIRM_TIMEOUT_MS   100u
+#define CONFIG_DEFAULT_CONFIRM_HELD_MAX     4096u
 
 /*
  * ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf.
@@ -227,6 +230,15 @@ struct config_sync {
 	 */
 	uint32_t alive_interval_ms;
 	struct config_health health;
+	/*
+	 * A-priori mode (ctsyncd's own, Mode FTFW only, doc/apriori.md): the
+	 * packets nftables queues to NFQUEUE `confirm_queue` are accepted once
+	 * every peer has acknowledged their connection's state, or after
+	 * `confirm_timeout_ms`; at most `confirm_held_max` wait at once.
+	 */
+	int confirm_queue;                  /* 0..65535; -1 = off (no ConfirmQueue) */
+	uint32_t confirm_timeout_ms;
+	uint32_t confirm_held_max;
 };
 
 struct config_stats {

@@ -275,6 +275,13 @@ struct ftfw_ops {
 	 */
 	void (*bulk_begin)(void *arg);
 	size_t (*bulk_pull)(void *arg, size_t budget, bool *over);
+	/*
+	 * Optional (a-priori mode, src/daemon/confirm.c): the latest message
+	 * of flow `handle` left the resend queue, acknowledged by every peer
+	 * still waited for (a peer lost meanwhile no longer counts).  FTFW
+	 * only; for a dead flow it comes just before dead_acked().
+	 */
+	void (*acked)(void *arg, uint32_t handle);
 };
 
 /*
@@ -461,6 +468,21 @@ int ftfw_msg_size(struct ftfw *e, uint32_t h);
 uint64_t ftfw_backlog_ms(const struct ftfw *e, uint64_t now);
 /* The next sequence number we will send. */
 uint32_t ftfw_next_seq(const struct ftfw *e);
+
+/*
+ * A-priori mode: has every peer the latest state of flow `h`?  DONE: it
+ * waits in no queue (acknowledged, or never changed since); PENDING: it
+ * waits to be sent or acknowledged, and ops->acked() tells when it is;
+ * NOBODY: no peer is waited for (none heard yet, every one lost), or the
+ * mode acknowledges nothing (NOTRACK, ALARM).  `h` must be a live handle
+ * of the internal table.
+ */
+enum ftfw_ack_state {
+	FTFW_ACK_DONE,
+	FTFW_ACK_PENDING,
+	FTFW_ACK_NOBODY,
+};
+enum ftfw_ack_state ftfw_flow_ack_state(const struct ftfw *e, uint32_t h);
 
 /* Counters of `-s network`, `-s rsqueue`, `-s queue`; all since creation except the gauges. */
 struct ftfw_stats {

@@ -235,6 +235,9 @@ config_defaults(struct config *cfg)
 	s->cache_timeout = CONFIG_DEFAULT_CACHE_TIMEOUT;
 	s->peer_timeout_ms = CONFIG_DEFAULT_PEER_TIMEOUT * 1000u;
 	s->alive_interval_ms = CONFIG_DEFAULT_ALIVE_INTERVAL_MS;
+	s->confirm_queue = -1;
+	s->confirm_timeout_ms = CONFIG_DEFAULT_CONFIRM_TIMEOUT_MS;
+	s->confirm_held_max = CONFIG_DEFAULT_CONFIRM_HELD_MAX;
 	s->health.peer_silent_warning = CONFIG_DEFAULT_PEER_SILENT_WARNING;
 	s->health.backlog_warning = CONFIG_DEFAULT_BACKLOG_WARNING;
 	s->health.backlog_critical = CONFIG_DEFAULT_BACKLOG_CRITICAL;
@@ -312,6 +315,12 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 					"DisableInternalCache cannot be combined with PollSecs (%u): a poll "
 					"finds what changed by comparing the kernel table with the internal "
 					"cache (conntrackd 1.4.7 would replicate nothing)", cfg->general.poll_secs);
+	/* A later Mode replaced the Mode FTFW block that held ConfirmQueue. */
+	if (s->confirm_queue >= 0 && s->mode != CONFIG_MODE_FTFW)
+		return config_set_error(err, name, marks->mode_line, 0,
+					"ConfirmQueue %d: a-priori mode waits for acknowledgements, which only "
+					"Mode FTFW gives, and the last Mode is %s", s->confirm_queue,
+					config_mode_name(s->mode));
 	if (s->hot_standby && s->disable_external_cache)
 		return config_set_error(err, name, marks->mode_line, 0,
 					"HotStandby keeps the external cache and also writes it into the kernel; "
@@ -666,6 +675,11 @@ print_sync(const struct config_sync *s, FILE *out)
 	case CONFIG_MODE_FTFW:
 		fprintf(out, "\t\tResendQueueSize %u\n", s->resend_queue_size);
 		fprintf(out, "\t\tACKWindowSize %u\n", s->ack_window_size);
+		if (s->confirm_queue >= 0) {
+			fprintf(out, "\t\tConfirmQueue %d\n", s->confirm_queue);
+			fprintf(out, "\t\tConfirmTimeout %u\n", s->confirm_timeout_ms);
+			fprintf(out, "\t\tConfirmHeldMax %u\n", s->confirm_held_max);
+		}
 		break;
 	case CONFIG_MODE_ALARM:
 		fprintf(out, "\t\tRefreshTime %u\n", s->refresh_time);

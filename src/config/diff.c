@@ -162,6 +162,13 @@ static const struct config_option_info config_option_table[] = {
 	  SEC_SYNC, K_MS, OFF(sync.peer_timeout_ms), 0, NULL },
 	{ "AliveInterval", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
 	  SEC_SYNC, K_U32, OFF(sync.alive_interval_ms), 0, NULL },
+	/* A-priori mode (doc/apriori.md): the queue is bound at start; the limits follow a reload. */
+	{ "ConfirmQueue", CONFIG_RESTART, 0, "the NFQUEUE is bound at start",
+	  SEC_SYNC, K_INT, OFF(sync.confirm_queue), 0, NULL },
+	{ "ConfirmTimeout", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.confirm_timeout_ms), 0, NULL },
+	{ "ConfirmHeldMax", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.confirm_held_max), 0, NULL },
 	/* Read at each -s health request. */
 	{ "Health PeerSilentWarning", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
 	  SEC_SYNC, K_U32, OFF(sync.health.peer_silent_warning), 0, NULL },

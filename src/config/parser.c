@@ -996,20 +996,49 @@ static const struct block block_general = { "General", general_options };
 #define OPT_RESYNC { "StartupResync", opt_bool, S(startup_resync), 0, 0, false }
 #define OPT_HOT { "HotStandby", opt_bool, S(hot_standby), 0, 0, false }
 
+/* A-priori mode (doc/apriori.md): ConfirmQueue turns it on. */
+static int
+opt_confirm_queue(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	uint32_t v;
+
+	if (read_u32(p, kw, opt->min, opt->max, &v) < 0)
+		return -1;
+	((struct config_sync *)obj)->confirm_queue = (int)v;
+	return 0;
+}
+
+/* It waits for acknowledgements, which only FTFW has. */
+static int
+opt_confirm_elsewhere(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return perr(p, kw, "%.*s: a-priori mode waits for every peer's acknowledgement of a new "
+		    "connection, which only Mode FTFW gives; move it into Mode FTFW { }",
+		    (int)kw->len, kw->text);
+}
+
+#define OPT_CONFIRM_ELSEWHERE \
+	{ "ConfirmQueue", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmTimeout", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmHeldMax", opt_confirm_elsewhere, 0, 0, 0, true }
+
 static const struct option ftfw_options[] = {
 	{ "ResendQueueSize", opt_u32, S(resend_queue_size), 1, INT32_MAX, false },
 	{ "ACKWindowSize", opt_u32, S(ack_window_size), 1, INT32_MAX, false },
 	OPT_COMMIT, OPT_PURGE, OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
+	{ "ConfirmQueue", opt_confirm_queue, 0, 0, 65535, false },
+	{ "ConfirmTimeout", opt_u32, S(confirm_timeout_ms), 1, 10000, false },
+	{ "ConfirmHeldMax", opt_u32, S(confirm_held_max), 1, 1048576, false },
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option notrack_options[] = {
 	OPT_COMMIT, OPT_PURGE,
 	{ "DisableInternalCache", opt_bool, S(disable_internal_cache), 0, 0, false },
-	OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
+	OPT_NO_EXT, OPT_RESYNC, OPT_HOT, OPT_CONFIRM_ELSEWHERE,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option alarm_options[] = {
-	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE,
+	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE, OPT_CONFIRM_ELSEWHERE,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct block block_ftfw = { "Mode FTFW", ftfw_options };

@@ -34,6 +34,7 @@
 #include "loop/log.h"
 #include "loop/loop.h"
 #include "control/report.h"
+#include "confirm.h"
 #include "sealing.h"
 #include "sync/sync.h"
 #include "wire/wire.h"
@@ -66,6 +67,7 @@ struct replication {
 	struct cache *cache;
 	struct link_group *links;
 	struct ftfw *engine;
+	struct confirm *confirm;        /* a-priori mode (ConfirmQueue), or NULL */
 	struct sealing *sealing;        /* NULL without Key: plain datagrams */
 	struct loop_timer *timer;
 	struct peer_addr peers[FTFW_PEERS_MAX];
@@ -189,10 +191,19 @@ static void dead_acked(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
 
-	if (handle & FTFW_EXP_HANDLE)
+	if (handle & FTFW_EXP_HANDLE) {
 		cache_exp_forget_dead(r->cache, handle & ~FTFW_EXP_HANDLE);
-	else
+	} else {
+		confirm_gone(r->confirm, handle);
 		cache_forget_dead(r->cache, handle);
+	}
+}
+
+static void acked(void *arg, uint32_t handle)
+{
+	struct replication *r = arg;
+
+	confirm_acked(r->confirm, handle);
 }
 
 /* The peer's address as last heard; UDP, TCP: the configured destination until then. */
@@ -272,6 +283,7 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 
 	peer_name(r, peer, name, sizeof(name));
 	ftfw_peer_stats(r->engine, peer, &ps);
+	confirm_recheck(r->confirm);
 	switch (ev) {
 	case FTFW_PEER_NEW:
 		if (r->unheard_logged)
@@ -359,6 +371,7 @@ static void on_local_forget(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
 
+	confirm_gone(r->confirm, handle);
 	ftfw_flow_forget(r->engine, handle);
 }
 
@@ -897,6 +910,8 @@ void replication_report(struct replication *r, struct report *rep, bool everythi
 	if (everything)
 		report_network_details(r, rep);
 	report_queues(r, rep);
+	if (r->confirm)
+		confirm_report(r->confirm, rep);
 }
 
 /* ---- life ---------------------------------------------------------------------------- */
@@ -946,6 +961,8 @@ int replication_apply_config(struct replication *r, unsigned apply)
 		} else {
 			r->peer_timeout_ms = fc.peer_timeout_ms;
 		}
+		if (r->confirm && confirm_reconfigure(r->confirm, &r->cfg->sync) < 0)
+			failed++;
 	}
 	if (apply & CONFIG_APPLY_LINKS)
 		link_group_set_event_limit(r->links, r->cfg->general.event_iteration_limit);
@@ -958,10 +975,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	static const struct ftfw_ops ops = {
 		.emit = emit, .apply = apply, .apply_exp = apply_exp, .prefetch = prefetch,
 		.dead_acked = dead_acked, .peer_event = peer_event, .peer_reset = peer_reset,
+		.acked = acked,
 	};
 	static const struct ftfw_ops ops_no_exp = {
 		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
-		.peer_event = peer_event, .peer_reset = peer_reset,
+		.peer_event = peer_event, .peer_reset = peer_reset, .acked = acked,
 	};
 	struct ftfw_ops bypass_ops;
 	struct ftfw_config fc = { 0 };
@@ -1056,6 +1074,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	}
 	if (cfg->sync.startup_resync)
 		ftfw_request_resync(r->engine);
+	if (cfg->sync.confirm_queue >= 0 &&
+	    (err = confirm_start(&r->confirm, &cfg->sync, loop, caches, r->engine)) < 0) {
+		replication_stop(r);
+		return err;
+	}
 	*out = r;
 	return 0;
 }
@@ -1070,6 +1093,7 @@ void replication_stop(struct replication *r)
 		/* What is already queued for the link goes out before we leave. */
 		link_group_flush(r->links);
 	}
+	confirm_stop(r->confirm);
 	cache_set_listener(r->cache, &none);
 	if (r->cache)
 		cache_set_origin_resolver(r->cache, NULL, NULL);

@@ -239,7 +239,7 @@ srcdir(void)
 	"CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
 #define FTFW_OPTS "ResendQueueSize, ACKWindowSize, CommitTimeout, PurgeTimeout, " \
-	"DisableExternalCache, StartupResync or HotStandby"
+	"DisableExternalCache, StartupResync, HotStandby, ConfirmQueue, ConfirmTimeout or ConfirmHeldMax"
 #define UDP_OPTS "IPv4_address, IPv6_address, IPv4_Destination_Address, " \
 	"IPv6_Destination_Address, Port, Interface, SndSocketBuffer, RcvSocketBuffer or Checksum"
 #define PROTO_EXPECTED "a protocol name (TCP, UDP, UDPLITE, SCTP, DCCP, ICMP, IPv6-ICMP, " \
