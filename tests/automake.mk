@@ -81,6 +81,10 @@ EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.p
 # (CHAIN_BULK=200000, the heavy variant, is bench/chain3.sh's).
 TESTS += tests/failover/chain3.sh
 EXTRA_DIST += tests/failover/chain3.sh tests/lib/chain.sh tests/lib/chain_flows.py
+# The synchronization levels (doc/sync-levels.md): none, established-only
+# and full, each with its bytes per connection and what survives a failover.
+TESTS += tests/integration/sync-levels.sh
+EXTRA_DIST += tests/integration/sync-levels.sh tests/lib/tcpstates.py
 # Live reload (SIGHUP): live options applied with caches and session kept,
 # broken files refused, restart-only options named, a key roll, --check.
 TESTS += tests/integration/reload.sh
