@@ -39,7 +39,8 @@
 #                    part of `make check` (bench/chain3.sh runs it)
 #   CHAIN_PREEMPT_DELAY   keepalived's preempt_delay for the returning fw1
 #                    (4 s; 30 s with CHAIN_BULK)
-#   CHAIN_PEER_TIMEOUT    PeerTimeout of the Sync block (unset: the default)
+#   CHAIN_PEER_TIMEOUT, CHAIN_ALIVE_INTERVAL   PeerTimeout and AliveInterval
+#                    of the Sync block (unset: the defaults), e.g. 300ms and 100
 #   CHAIN_SETTLE (4) seconds each new primary carries the traffic before the
 #                    next step
 . "$(dirname "$0")/../lib/common.sh"

@@ -65,11 +65,13 @@ ch_setup() {
 
 # ch_ctsyncd_conf N [Mode options]: $WORK/fwN.conf, FTFW on the multicast
 # group over sync0, keyed with $WORK/sync.key (one key for the group).
-# CHAIN_PEER_TIMEOUT, when set, becomes the Sync block's PeerTimeout.
+# CHAIN_PEER_TIMEOUT and CHAIN_ALIVE_INTERVAL, when set, become the Sync
+# block's PeerTimeout and AliveInterval.
 ch_ctsyncd_conf() {
 	local n=$1 opts=${2:-HotStandby on} peer_timeout=""
 	[[ -s $WORK/sync.key ]] || (umask 077; "$CTSYNCD" --genkey >"$WORK/sync.key") || return 1
 	[[ -n ${CHAIN_PEER_TIMEOUT:-} ]] && peer_timeout="PeerTimeout $CHAIN_PEER_TIMEOUT"
+	[[ -n ${CHAIN_ALIVE_INTERVAL:-} ]] && peer_timeout+=" AliveInterval $CHAIN_ALIVE_INTERVAL"
 	cat >"$WORK/fw$n.conf" <<CONF
 # ctsyncd on fw$n ($(date -u +%FT%TZ))
 Sync {
