@@ -54,6 +54,7 @@ struct health_peer {
 	uint64_t seq_lost;              /* sequence numbers of its messages that never came */
 	uint32_t unacked;               /* our messages in flight it has not acknowledged */
 	uint32_t external_states;       /* external states it sent last */
+	uint32_t timeout_ms;            /* the silence it is allowed now (longer after flaps) */
 };
 
 /* What the daemon knows, at one moment. */

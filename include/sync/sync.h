@@ -503,6 +503,7 @@ struct ftfw_stats {
 	uint64_t bulk_walks;                    /* walks of the table started (-B, peers) */
 	uint64_t bulk_coalesced;                /* peers' requests folded into a walk already due */
 	uint64_t rto_rounds;                    /* retransmission timeouts that fired */
+	uint64_t peer_flaps;                    /* peers back within 10 s of going down: their timeout doubled */
 	uint64_t rto_probes;                    /* messages a timeout resent as a probe (only silent peers lacked them) */
 	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
 	uint64_t hello_resends;                 /* sent during HELLO, sent again once ACKed (ftfw.c) */
@@ -549,6 +550,7 @@ struct ftfw_peer_stats {
 	uint64_t downs;                         /* FTFW_PEER_LOST so far */
 	uint64_t ups;                           /* FTFW_PEER_BACK so far */
 	uint64_t state_since;                   /* `now` of its first message, or of its latest LOST or BACK */
+	uint32_t timeout_ms;                    /* the silence it is allowed now: PeerTimeout, longer after flaps */
 };
 int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out);
 /* Our messages in flight that the peer has not acknowledged (a walk of the resend queue). */

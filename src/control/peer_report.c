@@ -48,6 +48,9 @@ void control_report_peers(struct report *r, const struct health_peer *peers, uns
 				     "Our messages in flight the peer has not acknowledged.");
 			report_gauge(r, "external_states", p->external_states,
 				     "States in the external cache the peer sent last (its flows).");
+			report_gauge_double(r, "timeout_seconds", (double)p->timeout_ms / 1000.0, 3,
+					    "Silence allowed before the peer is down: PeerTimeout, "
+					    "doubled after each flap.");
 		}
 		report_end(r);
 	}

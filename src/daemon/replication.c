@@ -268,6 +268,16 @@ static unsigned long long secs(uint64_t ms)
 	return (unsigned long long)(ms / 1000u);
 }
 
+/* "42 s", or "0.3 s" below 10 s: sub-second timeouts read as what they are. */
+static const char *duration(char *buf, size_t len, uint64_t ms)
+{
+	if (ms < 10000u)
+		snprintf(buf, len, "%.1f s", (double)ms / 1000.0);
+	else
+		snprintf(buf, len, "%llu s", secs(ms));
+	return buf;
+}
+
 /*
  * Each change of a peer's liveness is logged once, at notice level: down
  * after PeerTimeout of silence, up again at its next message.  (The
@@ -278,7 +288,7 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 {
 	struct replication *r = arg;
 	struct ftfw_peer_stats ps;
-	char name[INET6_ADDRSTRLEN + 8];
+	char name[INET6_ADDRSTRLEN + 8], d1[32], d2[32], damped[128] = "";
 	uint64_t now = loop_now_ms(r->loop);
 
 	peer_name(r, peer, name, sizeof(name));
@@ -293,13 +303,17 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 			log_notice("sync: peer %s is up (its first message)", name);
 		return;
 	case FTFW_PEER_LOST:
-		log_notice("sync: peer %s is down: silent for %llu s", name,
-			   secs(now > ps.last_heard ? now - ps.last_heard : 0));
+		log_notice("sync: peer %s is down: silent for %s", name,
+			   duration(d1, sizeof(d1), now > ps.last_heard ? now - ps.last_heard : 0));
 		return;
 	case FTFW_PEER_BACK:
-		log_notice("sync: peer %s is up again after %llu s%s", name, secs(ps.silence),
+		if (ps.timeout_ms > r->peer_timeout_ms)
+			snprintf(damped, sizeof(damped), "; it was down less than 10 s: its silence may "
+				 "last %s before it is down again", duration(d2, sizeof(d2), ps.timeout_ms));
+		log_notice("sync: peer %s is up again after %s%s%s", name,
+			   duration(d1, sizeof(d1), ps.silence),
 			   r->cfg->sync.mode == CONFIG_MODE_FTFW ?
-			   " (starting a new sequence space with it)" : "");
+			   " (starting a new sequence space with it)" : "", damped);
 		return;
 	case FTFW_PEER_RESTARTED:
 		log_notice("sync: peer %s restarted (new sequence space)", name);
@@ -578,6 +592,8 @@ static void report_sync(struct replication *r, struct report *rep)
 		       "Retransmission timeouts that fired.");
 	report_counter(rep, "retransmission_probes", st.rto_probes,
 		       "Messages a timeout resent as a probe: only silent peers lacked them.");
+	report_counter(rep, "peer_flaps", st.peer_flaps,
+		       "Peers back within 10 s of going down: their timeout doubled.");
 	report_counter(rep, "hello_resends", st.hello_resends,
 		       "Messages sent during the HELLO handshake and sent again once it completed.");
 	report_counter(rep, "hello_gap_resyncs", st.hello_gap_resyncs,
@@ -677,6 +693,7 @@ static void report_peers(struct replication *r, struct report *rep)
 		peers[i].last_seq = ps.last_seq;
 		peers[i].seq_lost = ps.seq_lost;
 		peers[i].unacked = ps.member ? ftfw_peer_unacked(r->engine, i) : 0;
+		peers[i].timeout_ms = ps.timeout_ms;
 		/* With one peer, states from before its address was known are its too. */
 		peers[i].external_states = by_origin[i + 1] + (mcast ? 0 : by_origin[0]);
 	}

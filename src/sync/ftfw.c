@@ -748,6 +748,7 @@ int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats 
 	out->downs = p->downs;
 	out->ups = p->ups;
 	out->state_since = p->state_since;
+	out->timeout_ms = ftfw_peer_timeout(e, p);
 	return 0;
 }
 

@@ -120,6 +120,7 @@ struct ftfw_peer {
 	/* liveness: FTFW_PEER_LOST and FTFW_PEER_BACK so far, and `now` of the latest change */
 	uint64_t downs, ups;
 	uint64_t state_since;
+	uint32_t timeout_ms;            /* its silence allowed, damped after flaps (rx.c); 0 = cfg */
 };
 
 struct ftfw {
@@ -162,6 +163,8 @@ struct ftfw {
 	uint32_t rto;                   /* current value, ms */
 	uint64_t rto_round_at;          /* `now` of the last round, 0 after progress */
 	bool heard_since_rto;           /* a peer spoke since that round */
+	/* our own attention (rx.c, ftfw_rx_tick()): `now` of the last tick, and since when we listen */
+	uint64_t rx_tick_at, attentive_since;
 	uint64_t acked_sent_max;        /* latest `sent` of a message released by an ACK */
 
 	enum ftfw_resync_state resync;
@@ -331,5 +334,8 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 
 /* ftfw.c: the bulk may queue more (it leaves an eighth of the window to live changes). */
 bool ftfw_bulk_room(const struct ftfw *e);
+
+/* rx.c: the silence a peer is allowed now (PeerTimeout, longer while it flaps). */
+uint32_t ftfw_peer_timeout(const struct ftfw *e, const struct ftfw_peer *p);
 
 #endif

@@ -102,7 +102,37 @@ static uint32_t window_size(const struct ftfw *e)
 	return e->cfg.ack_window ? e->cfg.ack_window : 1;
 }
 
-static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t now)
+/*
+ * Flap damping.  A peer that comes back within FLAP_WINDOW_MS of going
+ * down, continuing the sequence space it left (the same process), was
+ * alive all along (stalled, or starved of CPU): each such
+ * return doubles the silence it is allowed, up to FLAP_MAX_MS (or the
+ * configured timeout if longer), and FLAP_CALM_MS up without a flap
+ * restore the configured one.  Each return costs a new sequence space
+ * and a resend of our table to it, so a short timeout must not turn a
+ * busy group into one that does nothing but resend.
+ */
+#define FLAP_WINDOW_MS  10000u
+#define FLAP_MAX_MS     30000u
+#define FLAP_CALM_MS    60000u
+
+uint32_t ftfw_peer_timeout(const struct ftfw *e, const struct ftfw_peer *p)
+{
+	return p->timeout_ms > e->cfg.peer_timeout_ms ? p->timeout_ms : e->cfg.peer_timeout_ms;
+}
+
+static void damp_flap(struct ftfw *e, struct ftfw_peer *p, uint64_t now)
+{
+	uint32_t cur = ftfw_peer_timeout(e, p), cap = e->cfg.peer_timeout_ms > FLAP_MAX_MS ?
+						      e->cfg.peer_timeout_ms : FLAP_MAX_MS;
+
+	if (now - p->state_since >= FLAP_WINDOW_MS)
+		return;
+	p->timeout_ms = cur > cap / 2 ? cap : cur * 2;
+	e->st.peer_flaps++;
+}
+
+static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t now, bool same_space)
 {
 	uint16_t bit = (uint16_t)(1u << peer);
 
@@ -155,6 +185,9 @@ static void heard(struct ftfw *e, unsigned peer, struct ftfw_peer *p, uint64_t n
 		/* It may have missed messages released while it was not waited for. */
 		p->lost = false;
 		p->ups++;
+		/* A new process (a new space) was dead, not stalled: no flap. */
+		if (same_space)
+			damp_flap(e, p, now);
 		p->state_since = now;
 		ftfw_members_changed(e, e->members | bit);
 		if (e->released)
@@ -688,7 +721,7 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 	}
 	/* protocol.md §4: ALARM classifies by the flags alone, before any "malformed header". */
 	if (e->alarm) {
-		heard(e, peer, p, now);
+		heard(e, peer, p, now, false);
 		ftfw_alarm_receive(e, peer, p, m);
 		return 0;
 	}
@@ -697,7 +730,9 @@ int ftfw_receive(struct ftfw *e, unsigned peer, const struct wire_msg *m, uint64
 		e->st.malformed[WIRE_R_BAD_HEADER]++;
 		return 0;
 	}
-	heard(e, peer, p, now);
+	/* In the space it left, a little further on: the same process, alive all along. */
+	heard(e, peer, p, now, p->init && !(h->flags & WIRE_F_HELLO) &&
+	      h->seq - p->last_seq <= JUMP_MAX);
 	if (e->notrack) {
 		rx_notrack(e, peer, p, m);
 		return 0;
@@ -840,12 +875,29 @@ void ftfw_count_rejected(struct ftfw *e, unsigned peer, enum wire_reason r)
 
 void ftfw_rx_tick(struct ftfw *e, uint64_t now)
 {
-	uint32_t timeout = e->cfg.peer_timeout_ms;
+	bool attentive;
+
+	/*
+	 * Our own stall (a long kernel write, the CPU taken by others): what
+	 * the peers sent meanwhile waits unread in the socket, and their
+	 * silence is ours.  FTFW and NOTRACK tick at least once per ALIVE
+	 * interval (the ALIVE timer, from a transmission at or after the
+	 * previous tick); a gap half an interval longer was a stall, and a
+	 * peer's silence counts again once we have listened for two
+	 * intervals.  (ALARM has no such timer, and its timeouts are long.)
+	 */
+	if (!e->alarm && e->rx_tick_at && now > e->rx_tick_at + e->cfg.alive_ms + e->cfg.alive_ms / 2)
+		e->attentive_since = now;
+	e->rx_tick_at = now;
+	attentive = e->alarm || now >= e->attentive_since + 2u * e->cfg.alive_ms;
 
 	for (unsigned i = 0; i < FTFW_PEERS_MAX; i++) {
 		struct ftfw_peer *p = &e->peers[i];
 
-		if (timeout && p->known && !p->lost && now >= p->last_heard + timeout) {
+		if (p->timeout_ms && !p->lost && now >= p->state_since + FLAP_CALM_MS)
+			p->timeout_ms = 0;
+		if (e->cfg.peer_timeout_ms && attentive && p->known && !p->lost &&
+		    now >= p->last_heard + ftfw_peer_timeout(e, p)) {
 			p->lost = true;
 			p->downs++;
 			p->state_since = now;
@@ -892,7 +944,10 @@ uint64_t ftfw_rx_deadline(const struct ftfw *e)
 		if (p->rep_len)
 			d = min_u64(d, p->reps[p->rep_head].due);
 		if (e->cfg.peer_timeout_ms && p->known && !p->lost)
-			d = min_u64(d, p->last_heard + e->cfg.peer_timeout_ms);
+			d = min_u64(d, max_u64(p->last_heard + ftfw_peer_timeout(e, p),
+					       e->attentive_since + 2u * e->cfg.alive_ms));
+		if (p->timeout_ms && !p->lost)
+			d = min_u64(d, p->state_since + FLAP_CALM_MS);
 	}
 	return d;
 }

@@ -2338,6 +2338,65 @@ static void liveness_in_mode(enum ftfw_mode mode)
 	h_teardown();
 }
 
+/* Our own stall is no peer's silence: what it sent waits unread in the socket. */
+START_TEST(own_stall_does_not_make_peers_down)
+{
+	struct ftfw_config c = default_cfg();
+
+	c.peer_timeout_ms = 3000;
+	h_setup_cfg(&c, 1000);
+	feed_data(0, 500, 1, 1);
+	h_advance(500);
+	/* The loop was away for 10 s (a long kernel write): no tick in between. */
+	H.now += 10000;
+	ftfw_tick(H.e, H.now);
+	REQUIRE(!peer_stats(0).lost, "not down at the tick that ends our stall");
+	/* What the peer sent meanwhile is read now. */
+	feed_data(0, 501, 2, 1);
+	h_advance(2500);
+	REQUIRE(!peer_stats(0).lost, "up: it was heard");
+	EXPECT_EQ("never down", 0, peer_stats(0).downs);
+	/* Silent for real, while we listen: down at PeerTimeout. */
+	h_advance(600);
+	REQUIRE(peer_stats(0).lost, "down after PeerTimeout of attentive silence");
+	h_teardown();
+}
+END_TEST
+
+/* A peer back within 10 s of going down flapped: its timeout doubles, and a calm minute restores it. */
+START_TEST(flapping_peer_gets_a_longer_timeout)
+{
+	struct ftfw_config c = default_cfg();
+
+	c.peer_timeout_ms = 300;
+	c.alive_ms = 100;
+	h_setup_cfg(&c, 1000);
+	feed_data(0, 500, 1, 1);
+	EXPECT_EQ("timeout as configured", 300, peer_stats(0).timeout_ms);
+	h_advance(301);
+	REQUIRE(peer_stats(0).lost, "down after 300 ms");
+	h_advance(200);
+	feed_data(0, 501, 2, 1);
+	REQUIRE(!peer_stats(0).lost, "back");
+	EXPECT_EQ("doubled after the flap", 600, peer_stats(0).timeout_ms);
+	EXPECT_EQ("flaps counted", 1, stats().peer_flaps);
+	h_advance(400);
+	REQUIRE(!peer_stats(0).lost, "still up 400 ms later");
+	h_advance(201);
+	REQUIRE(peer_stats(0).lost, "down after 600 ms");
+	feed_data(0, 502, 3, 1);
+	EXPECT_EQ("doubled again", 1200, peer_stats(0).timeout_ms);
+	/* Up and heard for a calm minute: back to PeerTimeout. */
+	for (unsigned i = 0; i < 610; i++) {
+		h_advance(100);
+		feed_data(0, 503 + i, 4 + i, 1);
+	}
+	EXPECT_EQ("no further down", 2, peer_stats(0).downs);
+	EXPECT_EQ("restored", 300, peer_stats(0).timeout_ms);
+	h_teardown();
+}
+END_TEST
+
 START_TEST(liveness_ftfw)
 {
 	liveness_in_mode(FTFW_MODE_FTFW);
@@ -3278,6 +3337,8 @@ static Suite *ftfw_suite(void)
 	TCase *misc = tcase_create("misc");
 
 	tcase_add_test(multi, liveness_ftfw);
+	tcase_add_test(multi, own_stall_does_not_make_peers_down);
+	tcase_add_test(multi, flapping_peer_gets_a_longer_timeout);
 	tcase_add_test(multi, liveness_notrack);
 	tcase_add_test(multi, liveness_alarm);
 	tcase_add_test(misc, backlog_grows_without_acks_and_ends_with_one);
