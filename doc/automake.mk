@@ -6,3 +6,4 @@ EXTRA_DIST += doc/envelope.md
 EXTRA_DIST += doc/status-json.md
 EXTRA_DIST += doc/benchmarks.md doc/benchmarks-commit.png doc/benchmarks-cpu.png
 EXTRA_DIST += doc/packaging.md
+EXTRA_DIST += doc/clusters.md
