@@ -25,6 +25,9 @@ packages=(
 	resource-agents libxml2-utils
 	# the loss experiments tool draws its figure with gnuplot
 	gnuplot-nox
+	# a-priori mode's test queues packets with iptables' NFQUEUE target
+	# where the kernel lacks nftables' queue expression (tests/integration/apriori.sh)
+	iptables
 )
 
 missing=()

@@ -52,6 +52,10 @@ EXTRA_DIST += tests/integration/strangers.sh tests/integration/limits.sh
 # Peer liveness and `-s health` over UDP, TCP and multicast.
 TESTS += tests/integration/liveness.sh
 EXTRA_DIST += tests/integration/liveness.sh
+# A-priori mode: a connection's SYN-ACK waits in an NFQUEUE for the backup's
+# acknowledgement; a takeover right after connect() keeps it (doc/apriori.md).
+TESTS += tests/integration/apriori.sh
+EXTRA_DIST += tests/integration/apriori.sh
 # Keyed sync (doc/envelope.md): an attacker against the envelope; every kind
 # of link keyed, the key's roll-over, the key files.
 TESTS += tests/integration/auth.sh tests/integration/auth-links.sh

@@ -126,6 +126,15 @@ struct flow_table *cache_external(struct cache *c);
 /* The internal expectation table, or NULL when ExpectationSync is off. */
 struct exp_table *cache_exp_internal(struct cache *c);
 
+/*
+ * A-priori mode: the kernel's current state `ff` of a connection whose
+ * packet is held (it has not passed yet, so its event has not come): take
+ * it into the internal cache as the coming UPDATE event would, and tell
+ * the listener.  Returns the entry's handle, or 0 when the Filter ignores
+ * the state, the cache refused it, or there is no internal cache.
+ */
+uint32_t cache_local_observe(struct cache *c, const struct flow_full *ff);
+
 /* A dead internal entry whose end the peer has acknowledged. */
 void cache_forget_dead(struct cache *c, uint32_t handle);
 void cache_exp_forget_dead(struct cache *c, uint32_t xh);
@@ -136,22 +145,37 @@ void cache_exp_forget_dead(struct cache *c, uint32_t xh);
  * it is written to the kernel at once instead, and with HotStandby on a
  * backup as well.  Returns 0 or -errno (-ENOSPC: HashLimit), counted either
  * way.  In Mode ALARM an external entry expires CacheTimeout seconds after
- * its last refresh.
+ * its last refresh.  `origin` (1..CACHE_ORIGIN_MAX, 0 = unknown) is the
+ * peer that sent it: the external cache keeps it with the state, for
+ * `-c --origin`, `-e --origin` and the sweep after that peer's restart.
  */
-int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff);
+#define CACHE_ORIGIN_MAX 31u
+int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff, unsigned origin);
 /* A hint: `ff` will soon be given to cache_apply_remote(); start its table lookup. */
 void cache_prefetch_remote(struct cache *c, uint8_t type, const struct flow_full *ff);
 /* An expectation from the peer (WIRE_T_EXP_NEW/UPD/DEL).  0 or -errno, counted. */
 int cache_apply_remote_exp(struct cache *c, uint8_t type, const struct flow_exp *e);
 /*
- * The peer restarted and sends its table again: mark what the external
- * conntrack cache holds now.  cache_external_sweep(), once that resend is
- * over, removes what was not stored again since the mark, in slices; until
- * then nothing is lost (mark and sweep: no message empties the cache).
+ * The peer `origin` restarted and sends its table again: mark what the
+ * external conntrack cache holds of it now.  cache_external_sweep(), once
+ * that resend is over, removes what that peer did not store again since
+ * the mark, in slices; until then nothing is lost (mark and sweep: no
+ * message empties the cache), and the states of other peers never go.
  */
-void cache_external_mark(struct cache *c);
+void cache_external_mark(struct cache *c, unsigned origin);
 bool cache_external_marked(const struct cache *c);
 void cache_external_sweep(struct cache *c);
+
+/*
+ * Who answers `--origin ADDRESS` (the daemon's replication, which knows
+ * its peers' addresses): the origin number of that peer, or -ENOENT with
+ * a sentence in `why` (the peers it knows, say).
+ */
+typedef int (*cache_origin_fn)(void *arg, const struct ctl_origin *addr, char *why, size_t cap);
+void cache_set_origin_resolver(struct cache *c, cache_origin_fn fn, void *arg);
+
+/* External states held from each origin: counts[o] for o in 0..CACHE_ORIGIN_MAX (a walk of the table). */
+void cache_external_by_origin(struct cache *c, uint32_t counts[CACHE_ORIGIN_MAX + 1]);
 
 /* The cache sections of -s and -s cache. */
 void cache_report(struct cache *c, struct report *r);

@@ -42,11 +42,17 @@
 #define CONFIG_DEFAULT_ERROR_QUEUE_LEN      128u
 #define CONFIG_DEFAULT_UNIX_BACKLOG         100u
 /* ctsyncd's own (ctsyncd.conf(5), Sync { PeerTimeout, Health }), seconds. */
-#define CONFIG_DEFAULT_PEER_TIMEOUT         30u
+#define CONFIG_DEFAULT_PEER_TIMEOUT         30u     /* seconds */
+#define CONFIG_DEFAULT_ALIVE_INTERVAL_MS    1000u
+#define CONFIG_MIN_PEER_TIMEOUT_MS          50u
+#define CONFIG_MIN_ALIVE_INTERVAL_MS        10u
 #define CONFIG_DEFAULT_PEER_SILENT_WARNING  10u
 #define CONFIG_DEFAULT_BACKLOG_WARNING      10u
 #define CONFIG_DEFAULT_BACKLOG_CRITICAL     60u
 #define CONFIG_DEFAULT_RECENT_ERRORS        300u
+/* Mode FTFW { ConfirmTimeout, ConfirmHeldMax } (ctsyncd's own, doc/apriori.md). */
+#define CONFIG_DEFAULT_CONFIRM_TIMEOUT_MS   100u
+#define CONFIG_DEFAULT_CONFIRM_HELD_MAX     4096u
 
 /*
  * ctsyncd's own paths (DESIGN.md "Names"); `-C` takes any conntrackd.conf.
@@ -208,14 +214,31 @@ struct config_sync {
 	char keys[CONFIG_MAX_KEYS][CONFIG_PATH_MAX];
 	unsigned key_lines[CONFIG_MAX_KEYS];
 	/*
-	 * PeerTimeout (ctsyncd's own), seconds: a peer silent this long is
-	 * down (logged, `-s`, `-s health`) and, in FTFW, no longer waited for
-	 * (protocol.md deviation 23).  Default 30; in ALARM, whose peers send
-	 * only refreshes, RefreshTime + 2 when that is longer.
+	 * PeerTimeout (ctsyncd's own), milliseconds (written in seconds, or
+	 * with "ms"): a peer silent this long is down (logged, `-s`, `-s
+	 * health`) and, in FTFW, no longer waited for (protocol.md deviation
+	 * 23).  Default 30 s; in ALARM, whose peers send only refreshes,
+	 * RefreshTime + 2 s when that is longer.
 	 */
-	uint32_t peer_timeout;
+	uint32_t peer_timeout_ms;
 	bool peer_timeout_set;              /* written in the file */
+	/*
+	 * AliveInterval (ctsyncd's own), milliseconds: an idle FTFW or
+	 * NOTRACK node sends an ALIVE this often (1.4.7: every second), so
+	 * that a PeerTimeout of a few intervals tells a dead peer within a
+	 * fraction of a second.  Default 1000; ALARM sends none.
+	 */
+	uint32_t alive_interval_ms;
 	struct config_health health;
+	/*
+	 * A-priori mode (ctsyncd's own, Mode FTFW only, doc/apriori.md): the
+	 * packets nftables queues to NFQUEUE `confirm_queue` are accepted once
+	 * every peer has acknowledged their connection's state, or after
+	 * `confirm_timeout_ms`; at most `confirm_held_max` wait at once.
+	 */
+	int confirm_queue;                  /* 0..65535; -1 = off (no ConfirmQueue) */
+	uint32_t confirm_timeout_ms;
+	uint32_t confirm_held_max;
 };
 
 struct config_stats {
@@ -275,6 +298,8 @@ void config_print(const struct config *cfg, FILE *out);
 
 /* Names for messages and dumps. */
 const char *config_mode_name(enum config_sync_mode mode);
+/* A duration as the file writes it: "30" (whole seconds) or "300ms". */
+void config_format_ms(char *buf, size_t len, uint32_t ms);
 const char *config_link_kind_name(enum config_link_kind kind);
 
 #endif

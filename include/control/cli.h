@@ -40,6 +40,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "control/proto.h"
+
 enum cli_action {
 	CLI_DAEMON,          /* run the daemon (in the foreground unless daemonize) */
 	CLI_CLIENT_REQUEST,  /* send `request` to a running daemon */
@@ -72,6 +74,8 @@ struct cli_options {
 	bool check_configured;
 	bool prometheus;             /* --prometheus was given (and is valid) */
 	bool verbose;                /* --verbose was given (and is valid): CTL_FLAG_VERBOSE */
+	bool has_origin;             /* --origin: the request takes one peer's states */
+	struct ctl_origin origin;
 	bool show_usage;             /* the caller should print cli_usage(stderr) */
 	int exit_status;             /* for CLI_HELP, CLI_VERSION, CLI_USAGE_ERROR */
 	char message[CLI_MESSAGE_MAX]; /* error or warning, "" if none; quotes the bad word */

@@ -65,4 +65,11 @@ int ctl_client_timeout_ms(uint32_t code);
 int ctl_client_request(const char *socket_path, uint32_t code, int out_fd,
 		       enum ctl_status *status);
 
+/*
+ * The same for the states of one peer (`--origin`): the request carries
+ * CTL_FLAG_ORIGIN and `origin` (NULL: every peer, as ctl_client_request()).
+ */
+int ctl_client_request_origin(const char *socket_path, uint32_t code,
+			      const struct ctl_origin *origin, int out_fd, enum ctl_status *status);
+
 #endif

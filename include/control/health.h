@@ -47,6 +47,13 @@ struct health_peer {
 	uint64_t state_ms;              /* in its present state for this long */
 	uint64_t downs, ups;            /* transitions to down, and back up, so far */
 	uint64_t messages, restarts;
+	/* -s and -s network only (a walk of the resend queue and the external cache) */
+	bool detail;
+	bool member;                    /* FTFW: our messages wait for its acknowledgement */
+	uint32_t last_seq;              /* its last sequence number accepted */
+	uint64_t seq_lost;              /* sequence numbers of its messages that never came */
+	uint32_t unacked;               /* our messages in flight it has not acknowledged */
+	uint32_t external_states;       /* external states it sent last */
 };
 
 /* What the daemon knows, at one moment. */

@@ -16,7 +16,9 @@
  *                    metrics (text exposition format 0.0.4);
  *   CTL_FLAG_VERBOSE statistics requests answer with ctsyncd's own text
  *                    (the report tree of control/report.h) instead of
- *                    conntrackd 1.4.7's layout (control/compat_report.h).
+ *                    conntrackd 1.4.7's layout (control/compat_report.h);
+ *   CTL_FLAG_ORIGIN  a struct ctl_origin follows the code: a commit or an
+ *                    external dump takes only the states that peer sent.
  * A plain code, as Debian's client sends, gets 1.4.7's layout.
  */
 #ifndef CTSYNCD_CONTROL_PROTO_H
@@ -69,6 +71,7 @@ enum ctl_request {
 };
 
 #define CTL_CODE_MASK    0x0000ffffu
+#define CTL_FLAG_ORIGIN  0x04000000u
 #define CTL_FLAG_VERBOSE 0x08000000u
 #define CTL_FLAG_PROMETHEUS 0x10000000u
 #define CTL_FLAG_JSON    0x20000000u
@@ -82,6 +85,19 @@ enum ctl_status {
 	CTL_STATUS_UNKNOWN     = 3,  /* not a request code this daemon knows */
 	CTL_STATUS_BUSY        = 4,  /* refused while another operation runs (e.g. -f during -c) */
 };
+
+/*
+ * The peer whose states a request takes (CTL_FLAG_ORIGIN): its address on
+ * the sync link, as -s lists the peers.  Native-endian family (AF_INET or
+ * AF_INET6); an IPv4 address fills the first 4 bytes, the rest are zero.
+ */
+struct ctl_origin {
+	uint32_t family;
+	uint8_t addr[16];
+};
+
+/* The requests CTL_FLAG_ORIGIN applies to: the commits and the dumps of the external cache. */
+bool ctl_request_takes_origin(uint32_t code);
 
 /* Native-endian, as the request code itself. */
 struct ctl_status_header {

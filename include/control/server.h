@@ -115,6 +115,8 @@ enum report_format control_request_format(const struct control_request *req);
  * conntrackd 1.4.7's layout (control/compat_report.h), not with the report
  * tree.  What Debian's client, which sends no flags, always gets.
  */
+/* The peer the request is limited to (CTL_FLAG_ORIGIN): true and *out, or false for every peer. */
+bool control_request_origin(const struct control_request *req, struct ctl_origin *out);
 bool control_request_compat(const struct control_request *req);
 
 /* Append to the reply text (buffered until the request finishes, or sent as a stream drains). */

@@ -170,6 +170,15 @@ const uint32_t *flow_table_labels(const struct flow_table *t, uint32_t h, unsign
 void *flow_table_user(const struct flow_table *t, uint32_t h);
 /* FLOW_ENTRY_* bits, 0 for an invalid handle. */
 unsigned flow_table_flags(const struct flow_table *t, uint32_t h);
+/*
+ * The entry's origin: a number of the caller's, 0..FLOW_TABLE_ORIGIN_MAX,
+ * kept without a byte of its own (the external cache keeps which peer sent
+ * the state).  An insertion, and the revival of a dead entry, make it 0;
+ * an update keeps it.  Setting a value out of range changes nothing.
+ */
+#define FLOW_TABLE_ORIGIN_MAX 31u
+void flow_table_set_origin(struct flow_table *t, uint32_t h, unsigned origin);
+unsigned flow_table_origin(const struct flow_table *t, uint32_t h);
 /* Seconds of the caller's clock at the last upsert or flow_table_mark_dead(). */
 uint32_t flow_table_updated(const struct flow_table *t, uint32_t h);
 /*

@@ -149,6 +149,12 @@ struct ftfw_config {
 	 */
 	uint32_t peer_timeout_ms;
 	/*
+	 * FTFW, NOTRACK: an idle engine sends an ALIVE this often, ms; 0 =
+	 * FTFW_TIMER_MS, 1.4.7's second.  Shorter lets the peers' timeouts
+	 * tell a dead node sooner; ACKs still wait up to FTFW_TIMER_MS.
+	 */
+	uint32_t alive_ms;
+	/*
 	 * ACK exactly as 1.4.7 does: no widened ranges, no repeats
 	 * (deviations 10 and 11).  For comparing traces with 1.4.7's;
 	 * the default (false) repairs lost ACKs sooner.
@@ -269,6 +275,13 @@ struct ftfw_ops {
 	 */
 	void (*bulk_begin)(void *arg);
 	size_t (*bulk_pull)(void *arg, size_t budget, bool *over);
+	/*
+	 * Optional (a-priori mode, src/daemon/confirm.c): the latest message
+	 * of flow `handle` left the resend queue, acknowledged by every peer
+	 * still waited for (a peer lost meanwhile no longer counts).  FTFW
+	 * only; for a dead flow it comes just before dead_acked().
+	 */
+	void (*acked)(void *arg, uint32_t handle);
 };
 
 /*
@@ -456,6 +469,21 @@ uint64_t ftfw_backlog_ms(const struct ftfw *e, uint64_t now);
 /* The next sequence number we will send. */
 uint32_t ftfw_next_seq(const struct ftfw *e);
 
+/*
+ * A-priori mode: has every peer the latest state of flow `h`?  DONE: it
+ * waits in no queue (acknowledged, or never changed since); PENDING: it
+ * waits to be sent or acknowledged, and ops->acked() tells when it is;
+ * NOBODY: no peer is waited for (none heard yet, every one lost), or the
+ * mode acknowledges nothing (NOTRACK, ALARM).  `h` must be a live handle
+ * of the internal table.
+ */
+enum ftfw_ack_state {
+	FTFW_ACK_DONE,
+	FTFW_ACK_PENDING,
+	FTFW_ACK_NOBODY,
+};
+enum ftfw_ack_state ftfw_flow_ack_state(const struct ftfw *e, uint32_t h);
+
 /* Counters of `-s network`, `-s rsqueue`, `-s queue`; all since creation except the gauges. */
 struct ftfw_stats {
 	/* traffic */
@@ -475,6 +503,7 @@ struct ftfw_stats {
 	uint64_t bulk_walks;                    /* walks of the table started (-B, peers) */
 	uint64_t bulk_coalesced;                /* peers' requests folded into a walk already due */
 	uint64_t rto_rounds;                    /* retransmission timeouts that fired */
+	uint64_t rto_probes;                    /* messages a timeout resent as a probe (only silent peers lacked them) */
 	uint64_t fast_retransmits;              /* overdue: later ones were ACKed (ftfw.c) */
 	uint64_t hello_resends;                 /* sent during HELLO, sent again once ACKed (ftfw.c) */
 	uint64_t hello_gap_resyncs;             /* RESYNCs asked after a loss during our HELLO (rx.c) */
@@ -510,6 +539,7 @@ void ftfw_stats(const struct ftfw *e, struct ftfw_stats *out);
 struct ftfw_peer_stats {
 	bool known;                             /* something was received from it */
 	bool lost;                              /* FTFW_PEER_LOST and not back */
+	bool member;                            /* FTFW: our messages wait for its ACK */
 	bool hello_pending;                     /* it has not answered our HELLO yet */
 	bool in_hello;                          /* its last message carried HELLO */
 	uint32_t last_seq;                      /* its last sequence number accepted */
@@ -521,6 +551,8 @@ struct ftfw_peer_stats {
 	uint64_t state_since;                   /* `now` of its first message, or of its latest LOST or BACK */
 };
 int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats *out);
+/* Our messages in flight that the peer has not acknowledged (a walk of the resend queue). */
+uint32_t ftfw_peer_unacked(const struct ftfw *e, unsigned peer);
 
 /* One element of the resend queue, oldest first (`-s rsqueue`). */
 struct ftfw_rsq_entry {

@@ -75,6 +75,27 @@ enum control_result cache_no_exps(struct control_request *req)
 	return CONTROL_DONE;
 }
 
+bool cache_request_origin(struct cache *c, struct control_request *req, unsigned *origin)
+{
+	struct ctl_origin addr;
+	char why[256] = "";
+	int rc;
+
+	*origin = 0;
+	if (!control_request_origin(req, &addr))
+		return true;
+	rc = c->origin_of ? c->origin_of(c->origin_arg, &addr, why, sizeof(why)) : -ENOENT;
+	if (rc <= 0 || (unsigned)rc > CACHE_ORIGIN_MAX) {
+		control_request_printf(req, "ctsyncd: '%s --origin': %s\n",
+				       ctl_request_name(control_request_code(req)),
+				       why[0] ? why : "this daemon does not tell its peers apart");
+		control_request_set_status(req, CTL_STATUS_FAILED);
+		return false;
+	}
+	*origin = (unsigned)rc;
+	return true;
+}
+
 uint32_t cache_commit_timeout(const struct cache *c, uint32_t updated_s, uint32_t timeout)
 {
 	uint32_t age = cache_now_s(c) - updated_s;

@@ -184,6 +184,7 @@ struct cache {
 	struct kernel_write_stats commit_stats;
 	uint64_t commit_updated;
 	bool commit_expects;              /* a waiter asked for the expectations too */
+	unsigned commit_origin;           /* only the states of this origin; 0: all */
 	struct waiters commit_waiters;
 
 	/* direct injection (DisableExternalCache), and the mirror of HotStandby */
@@ -200,7 +201,8 @@ struct cache {
 
 	/* mark and sweep of the external cache after a peer's restart (remote.c) */
 	bool sweep_marked;
-	uint32_t sweep_before_s;          /* entries last stored before this second are stale */
+	uint32_t sweep_origins;           /* bit o: origin o is marked */
+	uint32_t sweep_before_s[CACHE_ORIGIN_MAX + 1]; /* its entries last stored before this second are stale */
 	uint32_t sweep_cursor;
 	uint64_t sweep_removed;
 	struct loop_timer *sweep_timer;
@@ -225,6 +227,10 @@ struct cache {
 	struct cache_gap local_gap, remote_gap;
 	struct loop_timer *repair_timer;
 	uint64_t inject_errors_logged_ms;
+
+	/* --origin ADDRESS to an origin number (cache_set_origin_resolver()) */
+	cache_origin_fn origin_of;
+	void *origin_arg;
 };
 
 static inline uint32_t cache_now_s(const struct cache *c)
@@ -245,6 +251,14 @@ void cache_finish_all(struct waiters *w, enum ctl_status status, const char *fmt
 	__attribute__((format(printf, 3, 4)));
 /* An expectation request while ExpectationSync is off. */
 enum control_result cache_no_exps(struct control_request *req);
+/*
+ * The origin a request is limited to (`--origin`): true and *origin (0:
+ * every origin), or false with the error answered (an address that is no
+ * peer's).
+ */
+bool cache_request_origin(struct cache *c, struct control_request *req, unsigned *origin);
+/* An external expectation goes with its master's origin (commit.c); any with origin 0. */
+bool cache_exp_of_origin(const struct cache *c, const struct flow_exp *e, unsigned origin);
 /*
  * conntrackd's rule for a state written at commit: CommitTimeout, else
  * what is left of the timeout it carried when it was stored `updated_s`

@@ -28,12 +28,27 @@ static uint32_t exp_commit_timeout(const struct cache *c, uint32_t h, const stru
 }
 
 /*
+ * An expectation belongs to the origin of its master: the external cache
+ * keeps no origin of its own for it, and it is of use only where its
+ * master is committed.
+ */
+bool cache_exp_of_origin(const struct cache *c, const struct flow_exp *e, unsigned origin)
+{
+	uint32_t mh;
+
+	if (!origin)
+		return true;
+	mh = flow_table_lookup(c->external, &e->master);
+	return mh && flow_table_origin(c->external, mh) == origin;
+}
+
+/*
  * Write the external expectation table into the kernel (after the
  * conntracks: an expectation needs its master).  Synchronous: expectations
  * are few.  Writes one line of results into `line` (no newline); returns
- * the failures.
+ * the failures.  `origin`: only the expectations of that peer's states.
  */
-static uint64_t commit_exps(struct cache *c, char *line, size_t cap)
+static uint64_t commit_exps(struct cache *c, unsigned origin, char *line, size_t cap)
 {
 	uint32_t cursor = 0, h, n = 0;
 	uint64_t before = c->x.n.write_failed, failed;
@@ -41,6 +56,9 @@ static uint64_t commit_exps(struct cache *c, char *line, size_t cap)
 	c->x.last_errno = 0;
 	while ((h = exp_table_next(c->x.external, &cursor)) != 0) {
 		const struct flow_exp *e = exp_table_get(c->x.external, h);
+
+		if (!cache_exp_of_origin(c, e, origin))
+			continue;
 
 		/* A request that cannot be built is counted by the writer's on_error, as EINVAL. */
 		kernel_writer_put_exp(c->writer, KERNEL_OP_CREATE, e, exp_commit_timeout(c, h, e),
@@ -73,6 +91,8 @@ static bool commit_next(void *arg, struct kernel_job_item *it)
 
 		/* Masters first, so that the kernel can link related states to them. */
 		if (related != (c->commit_pass == 1))
+			continue;
+		if (c->commit_origin && flow_table_origin(c->external, h) != c->commit_origin)
 			continue;
 		if (flow_table_export(c->external, h, &c->scratch) < 0)
 			continue;
@@ -167,7 +187,7 @@ static void commit_done(void *arg, const struct kernel_write_stats *st)
 			   (unsigned long long)c->commit_updated, (unsigned long long)failed, why);
 		/* The expectations last: the kernel links each to its master, which must be in. */
 		if (cache_has_exps(c) && c->commit_expects)
-			exp_failed = commit_exps(c, exp_line, sizeof(exp_line));
+			exp_failed = commit_exps(c, c->commit_origin, exp_line, sizeof(exp_line));
 		cache_finish_all(&c->commit_waiters, failed || exp_failed ? CTL_STATUS_FAILED : CTL_STATUS_OK,
 			   "commit: %llu states written in %llu ms (%llu created, %llu updated in place, %llu failed)%s%s%s",
 			   (unsigned long long)written, (unsigned long long)ms, (unsigned long long)s->ok,
@@ -211,6 +231,7 @@ enum control_result cache_answer_commit(struct control_request *req, void *arg)
 {
 	struct cache *c = arg;
 	uint32_t code = control_request_code(req);
+	unsigned origin;
 	int rc;
 
 	if (code == CTL_COMMIT_EXP) {
@@ -222,7 +243,9 @@ enum control_result cache_answer_commit(struct control_request *req, void *arg)
 			control_request_printf(req, "ctsyncd: nothing to commit: DisableExternalCache is on\n");
 			return CONTROL_DONE;
 		}
-		if (commit_exps(c, line, sizeof(line)))
+		if (!cache_request_origin(c, req, &origin))
+			return CONTROL_DONE;
+		if (commit_exps(c, origin, line, sizeof(line)))
 			control_request_set_status(req, CTL_STATUS_FAILED);
 		control_request_printf(req, "%s\n", line);
 		return CONTROL_DONE;
@@ -232,7 +255,16 @@ enum control_result cache_answer_commit(struct control_request *req, void *arg)
 				       "received states go straight into the kernel\n");
 		return CONTROL_DONE;
 	}
+	if (!cache_request_origin(c, req, &origin))
+		return CONTROL_DONE;
 	if (c->committing) {
+		/* The running commit is this one's only if it writes the same states. */
+		if (origin != c->commit_origin) {
+			control_request_printf(req, "ctsyncd: a commit of other states is running; "
+					       "commit again when it ends\n");
+			control_request_set_status(req, CTL_STATUS_BUSY);
+			return CONTROL_DONE;
+		}
 		c->commit_expects |= code != CTL_COMMIT_CT;
 		return cache_wait_for(&c->commit_waiters, req);
 	}
@@ -255,6 +287,7 @@ enum control_result cache_answer_commit(struct control_request *req, void *arg)
 	memset(&c->commit_stats, 0, sizeof(c->commit_stats));
 	c->commit_updated = 0;
 	c->commit_expects = code != CTL_COMMIT_CT;
+	c->commit_origin = origin;
 	c->commit_pass = 0;
 	c->commit_cursor = 0;
 	c->commit_started_ms = loop_now_ms(c->loop);
@@ -266,6 +299,11 @@ enum control_result cache_answer_commit(struct control_request *req, void *arg)
 	}
 	c->committing = true;
 	c->n.commits++;
-	log_notice("commit: writing %u external states into the kernel", flow_table_count(c->external));
+	if (origin)
+		log_notice("commit: writing the external states of peer #%u (of %u held) into the kernel",
+			   origin, flow_table_count(c->external));
+	else
+		log_notice("commit: writing %u external states into the kernel",
+			   flow_table_count(c->external));
 	return cache_wait_for(&c->commit_waiters, req);
 }

@@ -281,6 +281,27 @@ static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff
 }
 
 
+/*
+ * A-priori mode (src/daemon/confirm.c): `ff` is the kernel's state of a
+ * connection whose packet waits in the NFQUEUE.  It is newer than our last
+ * event of it (the packet's own change is reported only once the packet
+ * has passed), so it is taken as that update event will be, and the peer
+ * gets the state the packet made.
+ */
+uint32_t cache_local_observe(struct cache *c, const struct flow_full *ff)
+{
+	uint32_t handle, hash;
+
+	if (c->bypass || !flow_filter_pass_full(c->filter, ff))
+		return 0;
+	hash = flow_table_hash(c->internal, &ff->flow.orig);
+	handle = flow_table_lookup_hashed(c->internal, &ff->flow.orig, hash);
+	handle = store_local(c, handle ? KERNEL_EV_UPDATE : KERNEL_EV_NEW, ff, true, handle, hash);
+	if (handle)
+		load_mark(c, handle, LOAD_TOUCHED);
+	return handle;
+}
+
 /* Loads whose changes the peer must learn: the kernel changed without telling us. */
 static bool load_tells(const struct cache *c)
 {

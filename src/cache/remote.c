@@ -50,7 +50,9 @@ static int inject(struct cache *c, uint8_t type, const struct flow_full *ff)
 	return rc;
 }
 
-static int store_remote(struct cache *c, uint8_t type, const struct flow_full *ff)
+_Static_assert(CACHE_ORIGIN_MAX == FLOW_TABLE_ORIGIN_MAX, "the table keeps every origin");
+
+static int store_remote(struct cache *c, uint8_t type, const struct flow_full *ff, unsigned origin)
 {
 	uint32_t handle;
 	int rc;
@@ -64,6 +66,8 @@ static int store_remote(struct cache *c, uint8_t type, const struct flow_full *f
 			cache_gap_note(c, &c->remote_gap, rc);
 			return rc;
 		}
+		/* The state is the last sender's: it forwards the flow now. */
+		flow_table_set_origin(c->external, handle, origin);
 		if (type == WIRE_T_CT_NEW)
 			c->n.remote_new++;
 		else
@@ -89,13 +93,13 @@ void cache_prefetch_remote(struct cache *c, uint8_t type, const struct flow_full
 		flow_table_prefetch(c->external, flow_table_hash(c->external, &ff->flow.orig));
 }
 
-int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff)
+int cache_apply_remote(struct cache *c, uint8_t type, const struct flow_full *ff, unsigned origin)
 {
 	int rc;
 
 	if (c->cfg->sync.disable_external_cache)
 		return inject(c, type, ff);
-	rc = store_remote(c, type, ff);
+	rc = store_remote(c, type, ff, origin);
 	/*
 	 * HotStandby: a backup also keeps its kernel table equal to the
 	 * primary's, so that a takeover finds every state already there.
@@ -145,20 +149,28 @@ void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int
  * Mark and sweep.  A restarted peer sends its table again; until it has,
  * what we hold of it stays (a takeover meanwhile commits it), and what it
  * did not send again goes afterwards: states it deleted while we could not
- * hear it.  The mark is the time (whole seconds) before which an entry was
- * last stored; the resend stores every live entry anew.  The sweep runs in
+ * hear it.  The mark is the time (whole seconds) before which an entry of
+ * that origin was last stored; the resend stores every live entry anew.
+ * Each origin has its own mark, so in a group the restart of one peer
+ * never removes the states another, live peer owns.  The sweep runs in
  * slices from a loop timer, never in one stall.
  */
 #define SWEEP_VISIT 16384u
 #define SWEEP_PERIOD_MS 10u
 
-void cache_external_mark(struct cache *c)
+void cache_external_mark(struct cache *c, unsigned origin)
 {
-	/* A second mark before the sweep keeps the first: what was stale then still is. */
-	if (!c->sweep_marked) {
-		c->sweep_marked = true;
-		c->sweep_before_s = cache_now_s(c);
-	}
+	if (origin > CACHE_ORIGIN_MAX)
+		return;
+	/*
+	 * A later restart moves the mark: what was stale at the earlier one
+	 * and not sent since is older still, and the new process resends
+	 * every state it has.  (Whole seconds: a state stored in the second
+	 * of the mark stays, never one sent again after it.)
+	 */
+	c->sweep_origins |= 1u << origin;
+	c->sweep_before_s[origin] = cache_now_s(c);
+	c->sweep_marked = true;
 	c->sweep_cursor = 0;
 	loop_timer_disarm(c->sweep_timer);
 }
@@ -171,7 +183,7 @@ bool cache_external_marked(const struct cache *c)
 static void on_sweep_timer(struct loop *loop, struct loop_timer *timer, void *arg)
 {
 	struct cache *c = arg;
-	unsigned visited = 0;
+	unsigned visited = 0, origin;
 	uint32_t h;
 
 	(void)loop;
@@ -182,9 +194,12 @@ static void on_sweep_timer(struct loop *loop, struct loop_timer *timer, void *ar
 				   "removed, %u kept", (unsigned long long)c->sweep_removed,
 				   flow_table_count(c->external));
 			c->sweep_marked = false;
+			c->sweep_origins = 0;
 			return;
 		}
-		if (flow_table_updated(c->external, h) < c->sweep_before_s) {
+		origin = flow_table_origin(c->external, h);
+		if ((c->sweep_origins & 1u << origin) &&
+		    flow_table_updated(c->external, h) < c->sweep_before_s[origin]) {
 			flow_table_delete(c->external, h);
 			c->sweep_removed++;
 			c->n.remote_swept++;
@@ -200,6 +215,24 @@ void cache_external_sweep(struct cache *c)
 	c->sweep_cursor = 0;
 	c->sweep_removed = 0;
 	on_sweep_timer(c->loop, c->sweep_timer, c);
+}
+
+void cache_set_origin_resolver(struct cache *c, cache_origin_fn fn, void *arg)
+{
+	c->origin_of = fn;
+	c->origin_arg = arg;
+}
+
+void cache_external_by_origin(struct cache *c, uint32_t counts[CACHE_ORIGIN_MAX + 1])
+{
+	uint32_t cursor = 0, h;
+
+	memset(counts, 0, sizeof(uint32_t) * (CACHE_ORIGIN_MAX + 1));
+	if (!c->external)
+		return;
+	while ((h = flow_table_next(c->external, &cursor)) != 0)
+		if (!(flow_table_flags(c->external, h) & FLOW_ENTRY_DEAD))
+			counts[flow_table_origin(c->external, h)]++;
 }
 
 int cache_sweep_init(struct cache *c)

@@ -31,6 +31,7 @@ struct dump_cursor {
 	struct exp_table *exps;
 	unsigned opts;
 	bool xml;
+	unsigned origin;            /* external dumps: only this origin's; 0 = all */
 	uint32_t cursor;
 };
 
@@ -90,6 +91,8 @@ static bool dump_fill(struct control_request *req, void *arg)
 				return true;
 			if (flow_table_flags(t, h) & FLOW_ENTRY_DEAD)
 				continue;
+			if (d->origin && flow_table_origin(t, h) != d->origin)
+				continue;
 			if (flow_table_export(t, h, &c->scratch) < 0)
 				continue;
 			n = d->xml ? flow_format_xml(line, sizeof(line), &c->scratch, d->opts)
@@ -102,6 +105,8 @@ static bool dump_fill(struct control_request *req, void *arg)
 			if ((h = exp_table_next(t, &d->cursor)) == 0)
 				return true;
 			if (exp_table_flags(t, h) & FLOW_ENTRY_DEAD)
+				continue;
+			if (d->origin && !cache_exp_of_origin(c, exp_table_get(t, h), d->origin))
 				continue;
 			n = d->xml ? flow_exp_format_xml(line, sizeof(line), exp_table_get(t, h), 0)
 				   : flow_exp_format(line, sizeof(line), exp_table_get(t, h), 0);
@@ -117,14 +122,19 @@ static enum control_result dump_stream(struct cache *c, struct control_request *
 				       struct flow_table *flows, struct exp_table *exps,
 				       unsigned opts, bool xml)
 {
-	struct dump_cursor *d = calloc(1, sizeof(*d));
+	struct dump_cursor *d;
+	unsigned origin;
 
+	if (!cache_request_origin(c, req, &origin))
+		return CONTROL_DONE;
+	d = calloc(1, sizeof(*d));
 	if (!d) {
 		control_request_printf(req, "ctsyncd: out of memory\n");
 		control_request_set_status(req, CTL_STATUS_FAILED);
 		return CONTROL_DONE;
 	}
-	*d = (struct dump_cursor){ .c = c, .flows = flows, .exps = exps, .opts = opts, .xml = xml };
+	*d = (struct dump_cursor){ .c = c, .flows = flows, .exps = exps, .opts = opts, .xml = xml,
+				   .origin = origin };
 	return control_request_stream(req, dump_fill, free, d);
 }
 

@@ -233,7 +233,11 @@ config_defaults(struct config *cfg)
 	s->purge_timeout = CONFIG_DEFAULT_PURGE_TIMEOUT;
 	s->refresh_time = CONFIG_DEFAULT_REFRESH_TIME;
 	s->cache_timeout = CONFIG_DEFAULT_CACHE_TIMEOUT;
-	s->peer_timeout = CONFIG_DEFAULT_PEER_TIMEOUT;
+	s->peer_timeout_ms = CONFIG_DEFAULT_PEER_TIMEOUT * 1000u;
+	s->alive_interval_ms = CONFIG_DEFAULT_ALIVE_INTERVAL_MS;
+	s->confirm_queue = -1;
+	s->confirm_timeout_ms = CONFIG_DEFAULT_CONFIRM_TIMEOUT_MS;
+	s->confirm_held_max = CONFIG_DEFAULT_CONFIRM_HELD_MAX;
 	s->health.peer_silent_warning = CONFIG_DEFAULT_PEER_SILENT_WARNING;
 	s->health.backlog_warning = CONFIG_DEFAULT_BACKLOG_WARNING;
 	s->health.backlog_critical = CONFIG_DEFAULT_BACKLOG_CRITICAL;
@@ -311,6 +315,12 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 					"DisableInternalCache cannot be combined with PollSecs (%u): a poll "
 					"finds what changed by comparing the kernel table with the internal "
 					"cache (conntrackd 1.4.7 would replicate nothing)", cfg->general.poll_secs);
+	/* A later Mode replaced the Mode FTFW block that held ConfirmQueue. */
+	if (s->confirm_queue >= 0 && s->mode != CONFIG_MODE_FTFW)
+		return config_set_error(err, name, marks->mode_line, 0,
+					"ConfirmQueue %d: a-priori mode waits for acknowledgements, which only "
+					"Mode FTFW gives, and the last Mode is %s", s->confirm_queue,
+					config_mode_name(s->mode));
 	if (s->hot_standby && s->disable_external_cache)
 		return config_set_error(err, name, marks->mode_line, 0,
 					"HotStandby keeps the external cache and also writes it into the kernel; "
@@ -321,10 +331,28 @@ validate_sync(struct config *cfg, const struct config_marks *marks, const char *
 	 * states for a dead one, and its silence says little.
 	 */
 	if (s->mode == CONFIG_MODE_ALARM) {
-		if (!s->peer_timeout_set && s->refresh_time + 2 > s->peer_timeout)
-			s->peer_timeout = s->refresh_time + 2;
+		if (!s->peer_timeout_set && (s->refresh_time + 2u) * 1000u > s->peer_timeout_ms)
+			s->peer_timeout_ms = (s->refresh_time + 2u) * 1000u;
 		if (!s->health.peer_silent_warning_set)
 			s->health.peer_silent_warning = 0;
+	}
+	if (marks->alive_line && s->mode == CONFIG_MODE_ALARM)
+		return config_set_error(err, name, marks->alive_line, 0,
+					"AliveInterval does not apply to Mode ALARM, which sends no ALIVE "
+					"(its peers are heard through their refreshes)");
+	/*
+	 * A live peer idle for one interval, whose ALIVE is late or lost once,
+	 * must not look dead: the timeout covers two intervals at least.
+	 * (The peer's interval is what counts; pairs use one setting.)
+	 */
+	if (s->mode != CONFIG_MODE_ALARM && s->peer_timeout_ms < 2u * s->alive_interval_ms) {
+		char t[16];
+
+		config_format_ms(t, sizeof(t), s->peer_timeout_ms);
+		return config_set_error(err, name, marks->peer_timeout_line ? marks->peer_timeout_line :
+					marks->alive_line, 0,
+					"PeerTimeout %s is shorter than two AliveInterval (%u ms): an idle "
+					"live peer would be taken for a dead one", t, s->alive_interval_ms);
 	}
 	if (s->health.backlog_warning && s->health.backlog_critical &&
 	    s->health.backlog_warning > s->health.backlog_critical)
@@ -638,6 +666,7 @@ print_link(const struct config_link *l, FILE *out)
 static void
 print_sync(const struct config_sync *s, FILE *out)
 {
+	char dur[16];
 	unsigned i;
 
 	fprintf(out, "Sync {\n");
@@ -646,6 +675,11 @@ print_sync(const struct config_sync *s, FILE *out)
 	case CONFIG_MODE_FTFW:
 		fprintf(out, "\t\tResendQueueSize %u\n", s->resend_queue_size);
 		fprintf(out, "\t\tACKWindowSize %u\n", s->ack_window_size);
+		if (s->confirm_queue >= 0) {
+			fprintf(out, "\t\tConfirmQueue %d\n", s->confirm_queue);
+			fprintf(out, "\t\tConfirmTimeout %u\n", s->confirm_timeout_ms);
+			fprintf(out, "\t\tConfirmHeldMax %u\n", s->confirm_held_max);
+		}
 		break;
 	case CONFIG_MODE_ALARM:
 		fprintf(out, "\t\tRefreshTime %u\n", s->refresh_time);
@@ -669,7 +703,10 @@ print_sync(const struct config_sync *s, FILE *out)
 		fprintf(out, "\tRefreshTime %u\n", s->refresh_time);
 	if (s->mode != CONFIG_MODE_ALARM && s->cache_timeout != CONFIG_DEFAULT_CACHE_TIMEOUT)
 		fprintf(out, "\tCacheTimeout %u\n", s->cache_timeout);
-	fprintf(out, "\tPeerTimeout %u\n", s->peer_timeout);
+	config_format_ms(dur, sizeof(dur), s->peer_timeout_ms);
+	fprintf(out, "\tPeerTimeout %s\n", dur);
+	if (s->alive_interval_ms != CONFIG_DEFAULT_ALIVE_INTERVAL_MS)
+		fprintf(out, "\tAliveInterval %u\n", s->alive_interval_ms);
 	fprintf(out, "\tHealth {\n");
 	fprintf(out, "\t\tPeerSilentWarning %u\n", s->health.peer_silent_warning);
 	fprintf(out, "\t\tResendBacklogWarning %u\n", s->health.backlog_warning);
@@ -717,4 +754,12 @@ config_print(const struct config *cfg, FILE *out)
 		fprintf(out, "\tSyslog %s\n", syslog_str(cfg->stats.syslog_facility));
 		fprintf(out, "}\n");
 	}
+}
+
+void config_format_ms(char *buf, size_t len, uint32_t ms)
+{
+	if (ms % 1000u == 0)
+		snprintf(buf, len, "%u", ms / 1000u);
+	else
+		snprintf(buf, len, "%ums", ms);
 }

@@ -34,6 +34,7 @@ enum section {
 /* How a value is compared, printed and moved. */
 enum kind {
 	K_U32,          /* uint32_t at `offset` */
+	K_MS,           /* uint32_t milliseconds, shown as the file writes them */
 	K_INT,          /* int */
 	K_BOOL,
 	K_STR,          /* char array of `size` */
@@ -158,7 +159,16 @@ static const struct config_option_info config_option_table[] = {
 	  SEC_SYNC, K_KEYS, 0, 0, 0, NULL },
 	/* The engine's liveness deadline (ftfw_reconfigure) and the daemon's own. */
 	{ "PeerTimeout", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
-	  SEC_SYNC, K_U32, OFF(sync.peer_timeout), 0, NULL },
+	  SEC_SYNC, K_MS, OFF(sync.peer_timeout_ms), 0, NULL },
+	{ "AliveInterval", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.alive_interval_ms), 0, NULL },
+	/* A-priori mode (doc/apriori.md): the queue is bound at start; the limits follow a reload. */
+	{ "ConfirmQueue", CONFIG_RESTART, 0, "the NFQUEUE is bound at start",
+	  SEC_SYNC, K_INT, OFF(sync.confirm_queue), 0, NULL },
+	{ "ConfirmTimeout", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.confirm_timeout_ms), 0, NULL },
+	{ "ConfirmHeldMax", CONFIG_LIVE, CONFIG_APPLY_SYNC, "",
+	  SEC_SYNC, K_U32, OFF(sync.confirm_held_max), 0, NULL },
 	/* Read at each -s health request. */
 	{ "Health PeerSilentWarning", CONFIG_LIVE, CONFIG_APPLY_NONE, "",
 	  SEC_SYNC, K_U32, OFF(sync.health.peer_silent_warning), 0, NULL },
@@ -337,6 +347,13 @@ static void show(const struct config *c, const struct config_option_info *opt, c
 	case K_U32:
 		put(&o, "%u", *(const uint32_t *)at(c, opt));
 		break;
+	case K_MS: {
+		char d[16];
+
+		config_format_ms(d, sizeof(d), *(const uint32_t *)at(c, opt));
+		put(&o, "%s", d);
+		break;
+	}
 	case K_INT:
 		put(&o, "%d", *(const int *)at(c, opt));
 		break;
@@ -457,6 +474,7 @@ static bool equal(const struct config *a, const struct config *b, const struct c
 
 	switch (opt->kind) {
 	case K_U32:
+	case K_MS:
 	case K_OVERRUN:
 		return *(const uint32_t *)at(a, opt) == *(const uint32_t *)at(b, opt);
 	case K_INT:
@@ -603,6 +621,7 @@ void config_take(struct config *dst, struct config *src, const struct config_cha
 		return;
 	switch (opt->kind) {
 	case K_U32:
+	case K_MS:
 	case K_OVERRUN:
 	case K_INT:
 	case K_FACILITY:

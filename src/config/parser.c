@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <syslog.h>
 
@@ -263,6 +264,15 @@ all_digits(const struct token *tok, size_t from)
 		if (tok->text[i] < '0' || tok->text[i] > '9')
 			return false;
 	return true;
+}
+
+/* The word ends with `suffix` (in any case). */
+static bool
+token_suffix_is(const struct token *tok, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return tok->len >= n && strncasecmp(tok->text + tok->len - n, suffix, n) == 0;
 }
 
 /* Decimal digits to a number, saturating just above `max` so overflow is seen. */
@@ -986,20 +996,49 @@ static const struct block block_general = { "General", general_options };
 #define OPT_RESYNC { "StartupResync", opt_bool, S(startup_resync), 0, 0, false }
 #define OPT_HOT { "HotStandby", opt_bool, S(hot_standby), 0, 0, false }
 
+/* A-priori mode (doc/apriori.md): ConfirmQueue turns it on. */
+static int
+opt_confirm_queue(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	uint32_t v;
+
+	if (read_u32(p, kw, opt->min, opt->max, &v) < 0)
+		return -1;
+	((struct config_sync *)obj)->confirm_queue = (int)v;
+	return 0;
+}
+
+/* It waits for acknowledgements, which only FTFW has. */
+static int
+opt_confirm_elsewhere(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	return perr(p, kw, "%.*s: a-priori mode waits for every peer's acknowledgement of a new "
+		    "connection, which only Mode FTFW gives; move it into Mode FTFW { }",
+		    (int)kw->len, kw->text);
+}
+
+#define OPT_CONFIRM_ELSEWHERE \
+	{ "ConfirmQueue", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmTimeout", opt_confirm_elsewhere, 0, 0, 0, true }, \
+	{ "ConfirmHeldMax", opt_confirm_elsewhere, 0, 0, 0, true }
+
 static const struct option ftfw_options[] = {
 	{ "ResendQueueSize", opt_u32, S(resend_queue_size), 1, INT32_MAX, false },
 	{ "ACKWindowSize", opt_u32, S(ack_window_size), 1, INT32_MAX, false },
 	OPT_COMMIT, OPT_PURGE, OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
+	{ "ConfirmQueue", opt_confirm_queue, 0, 0, 65535, false },
+	{ "ConfirmTimeout", opt_u32, S(confirm_timeout_ms), 1, 10000, false },
+	{ "ConfirmHeldMax", opt_u32, S(confirm_held_max), 1, 1048576, false },
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option notrack_options[] = {
 	OPT_COMMIT, OPT_PURGE,
 	{ "DisableInternalCache", opt_bool, S(disable_internal_cache), 0, 0, false },
-	OPT_NO_EXT, OPT_RESYNC, OPT_HOT,
+	OPT_NO_EXT, OPT_RESYNC, OPT_HOT, OPT_CONFIRM_ELSEWHERE,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct option alarm_options[] = {
-	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE,
+	OPT_REFRESH, OPT_CACHE, OPT_COMMIT, OPT_PURGE, OPT_CONFIRM_ELSEWHERE,
 	{ NULL, NULL, 0, 0, 0, false },
 };
 static const struct block block_ftfw = { "Mode FTFW", ftfw_options };
@@ -1312,11 +1351,56 @@ opt_key(struct parser *p, const struct token *kw, const struct option *opt, void
 	return 0;
 }
 
+/*
+ * A duration: seconds as a plain number, as every timer of the file is
+ * written ("30", "30s"), or milliseconds with "ms" ("300ms").  `min_ms`
+ * and `max_s` bound it.
+ */
+static int
+read_duration_ms(struct parser *p, const struct token *kw, uint32_t min_ms, uint32_t max_s,
+		 uint32_t *out)
+{
+	struct token tok, num;
+	char what[96], q[TOKEN_QUOTE_MAX];
+	uint64_t v, scale = 1000;
+
+	snprintf(what, sizeof(what), "a duration: seconds (\"30\") or milliseconds (\"300ms\"), "
+		 "%ums..%us", min_ms, max_s);
+	if (value_word(p, kw, what, &tok) < 0)
+		return -1;
+	num = tok;
+	if (num.len > 2 && token_suffix_is(&num, "ms")) {
+		num.len -= 2;
+		scale = 1;
+	} else if (num.len > 1 && token_suffix_is(&num, "s")) {
+		num.len -= 1;
+	}
+	if (!all_digits(&num, 0))
+		return bad_value(p, kw, &tok, what);
+	v = digits_value(&num, 0, (uint64_t)max_s * 1000u) * scale;
+	if (v < min_ms || v > (uint64_t)max_s * 1000u)
+		return perr(p, &tok, "%.*s %s is out of range; expected %ums..%us", (int)kw->len, kw->text,
+			    token_quote(&tok, q, sizeof(q)), min_ms, max_s);
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* PeerTimeout and PeerSilentWarning: ALARM's defaults differ, unless written (config.c). */
 static int
 opt_peer_timeout(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
 {
-	((struct config_sync *)obj)->peer_timeout_set = true;
+	struct config_sync *s = obj;
+
+	(void)opt;
+	s->peer_timeout_set = true;
+	p->marks->peer_timeout_line = kw->line;
+	return read_duration_ms(p, kw, CONFIG_MIN_PEER_TIMEOUT_MS, 86400, &s->peer_timeout_ms);
+}
+
+static int
+opt_alive_interval(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	p->marks->alive_line = kw->line;
 	return opt_u32(p, kw, opt, obj);
 }
 
@@ -1346,7 +1430,9 @@ opt_health(struct parser *p, const struct token *kw, const struct option *opt, v
 static const struct option sync_options[] = {
 	{ "Mode", opt_mode, 0, 0, 0, false },
 	{ "Key", opt_key, 0, 0, 0, false },
-	{ "PeerTimeout", opt_peer_timeout, S(peer_timeout), 1, 86400, false },
+	{ "PeerTimeout", opt_peer_timeout, 0, 0, 0, false },
+	{ "AliveInterval", opt_alive_interval, S(alive_interval_ms), CONFIG_MIN_ALIVE_INTERVAL_MS,
+	  CONFIG_DEFAULT_ALIVE_INTERVAL_MS, false },
 	{ "Health", opt_health, 0, 0, 0, false },
 	{ "Multicast", opt_link, 0, CONFIG_LINK_MCAST, 0, false },
 	{ "UDP", opt_link, 0, CONFIG_LINK_UDP, 0, false },

@@ -17,6 +17,8 @@ struct config_marks {
 	unsigned sync_line;         /* first Sync block */
 	unsigned stats_line;        /* first Stats block */
 	unsigned mode_line;         /* Mode keyword */
+	unsigned alive_line;        /* AliveInterval */
+	unsigned peer_timeout_line; /* PeerTimeout */
 };
 
 /*

@@ -2,6 +2,7 @@
  * cli.c - command-line parsing.  One table drives both the parser and the
  * usage text.  See cli.h for the upstream quirks kept and the differences.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@ enum opt_kind {
 	OPT_JSON,
 	OPT_PROMETHEUS,
 	OPT_VERBOSE,
+	OPT_ORIGIN,
 	OPT_HELP,
 	OPT_VERSION,
 	OPT_GENKEY,
@@ -141,6 +143,9 @@ static const struct cli_opt cli_opts[] = {
 	  dump_external_words, WORDS_LENIENT, CTL_DUMP_EXTERNAL_CT },
 	{ 'x', NULL, OPT_XML, GROUP_REQUEST, NULL,
 	  "after -i or -e: dump in XML", NULL, WORDS_NONE, 0 },
+	{ '\0', "origin", OPT_ORIGIN, GROUP_REQUEST, "<address>",
+	  "with -c or -e: only the states the peer at this sync-link address sent",
+	  NULL, WORDS_NONE, 0 },
 	{ 's', NULL, OPT_REQUEST, GROUP_REQUEST, NULL,
 	  "show statistics",
 	  stats_words, WORDS_STRICT, CTL_STATS },
@@ -198,6 +203,7 @@ struct parse_state {
 	const char *json_word;
 	const char *prometheus_word;
 	const char *verbose_word;
+	const char *origin_word;
 };
 
 static void set_message(struct cli_options *o, const char *fmt, ...)
@@ -392,6 +398,32 @@ static int parse_xml(struct cli_options *o, struct parse_state *st, const char *
 	return usage_error(o, true, 1);
 }
 
+/* --origin ADDRESS: an IPv4 or IPv6 address, the peer's on the sync link. */
+static int parse_origin(struct cli_options *o, struct parse_state *st, int argc, char *const argv[],
+			int *i)
+{
+	const char *word = argv[*i];
+
+	if (*i + 1 >= argc) {
+		set_message(o, "missing address after '%.*s'", QUOTE_MAX, word);
+		return usage_error(o, true, 1);
+	}
+	(*i)++;
+	memset(&o->origin, 0, sizeof(o->origin));
+	if (inet_pton(AF_INET, argv[*i], o->origin.addr) == 1) {
+		o->origin.family = AF_INET;
+	} else if (inet_pton(AF_INET6, argv[*i], o->origin.addr) == 1) {
+		o->origin.family = AF_INET6;
+	} else {
+		set_message(o, "'%.*s' after '%.*s' is not an IPv4 or IPv6 address", QUOTE_MAX,
+			    argv[*i], QUOTE_MAX, word);
+		return usage_error(o, false, 1);
+	}
+	o->has_origin = true;
+	st->origin_word = word;
+	return 0;
+}
+
 static int parse_one(struct cli_options *o, struct parse_state *st, const struct cli_opt *opt,
 		     int argc, char *const argv[], int *i)
 {
@@ -436,6 +468,8 @@ static int parse_one(struct cli_options *o, struct parse_state *st, const struct
 		o->verbose = true;
 		st->verbose_word = word;
 		return 0;
+	case OPT_ORIGIN:
+		return parse_origin(o, st, argc, argv, i);
 	case OPT_HELP:
 		o->action = CLI_HELP;
 		o->exit_status = 0;
@@ -529,6 +563,11 @@ int cli_parse(int argc, char *const argv[], struct cli_options *o)
 			return usage_error(o, true, 1);
 		}
 		o->request |= CTL_FLAG_PROMETHEUS;
+	}
+	if (o->has_origin &&
+	    (o->action != CLI_CLIENT_REQUEST || !ctl_request_takes_origin(o->request))) {
+		set_message(o, "'%.*s' is only valid with -c or -e", QUOTE_MAX, st.origin_word);
+		return usage_error(o, true, 1);
 	}
 	if (o->verbose) {
 		if (o->action != CLI_CLIENT_REQUEST || !ctl_request_is_stats(o->request)) {

@@ -148,11 +148,13 @@ static int sink_put(struct sink *k, const char *data, size_t n)
 	return 0;
 }
 
-static int request(const char *socket_path, uint32_t code, struct sink *out,
-		   enum ctl_status *status, int timeout_ms, char *err, size_t errlen)
+static int request(const char *socket_path, uint32_t code, const struct ctl_origin *origin,
+		   struct sink *out, enum ctl_status *status, int timeout_ms, char *err, size_t errlen)
 {
 	struct ctl_status_header hdr;
-	uint32_t wire = code | CTL_FLAG_STATUS;
+	uint32_t code_flags = code | CTL_FLAG_STATUS | (origin ? CTL_FLAG_ORIGIN : 0);
+	uint8_t wire[sizeof(code_flags) + sizeof(*origin)];
+	size_t wire_len = sizeof(code_flags);
 	const char *name = ctl_request_name(code);
 	char buf[8192];
 	size_t got = 0;
@@ -166,10 +168,15 @@ static int request(const char *socket_path, uint32_t code, struct sink *out,
 	if (fd < 0)
 		return fd;
 
+	memcpy(wire, &code_flags, sizeof(code_flags));
+	if (origin) {
+		memcpy(wire + wire_len, origin, sizeof(*origin));
+		wire_len += sizeof(*origin);
+	}
 	do
-		n = send(fd, &wire, sizeof(wire), MSG_NOSIGNAL);
+		n = send(fd, wire, wire_len, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(wire)) {
+	if (n != (ssize_t)wire_len) {
 		ret = n < 0 ? -errno : -EIO;
 		if (ret == -EPIPE || ret == -ECONNRESET)
 			set_err(err, errlen, "the daemon at %s closed the connection before '%s' "
@@ -263,7 +270,7 @@ int ctl_client_request_ex(const char *socket_path, uint32_t code, int out_fd,
 {
 	struct sink k = { .fd = out_fd };
 
-	return request(socket_path, code, &k, status, timeout_ms, err, errlen);
+	return request(socket_path, code, NULL, &k, status, timeout_ms, err, errlen);
 }
 
 int ctl_client_request_buf(const char *socket_path, uint32_t code, char *buf, size_t cap,
@@ -276,7 +283,7 @@ int ctl_client_request_buf(const char *socket_path, uint32_t code, char *buf, si
 	if (cap == 0)
 		return -EINVAL;
 	buf[0] = '\0';
-	ret = request(socket_path, code, &k, status, timeout_ms, err, errlen);
+	ret = request(socket_path, code, NULL, &k, status, timeout_ms, err, errlen);
 	*len = k.len;
 	return ret;
 }
@@ -289,11 +296,18 @@ int ctl_client_timeout_ms(uint32_t code)
 int ctl_client_request(const char *socket_path, uint32_t code, int out_fd,
 		       enum ctl_status *status)
 {
+	return ctl_client_request_origin(socket_path, code, NULL, out_fd, status);
+}
+
+int ctl_client_request_origin(const char *socket_path, uint32_t code,
+			      const struct ctl_origin *origin, int out_fd, enum ctl_status *status)
+{
+	struct sink k = { .fd = out_fd };
 	char err[512];
 	int ret;
 
-	ret = ctl_client_request_ex(socket_path, code, out_fd, status,
-				    ctl_client_timeout_ms(code), err, sizeof(err));
+	ret = request(socket_path, code, origin, &k, status, ctl_client_timeout_ms(code), err,
+		      sizeof(err));
 	if (ret < 0)
 		fprintf(stderr, "ctsyncd: %s\n", err);
 	return ret;

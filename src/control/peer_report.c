@@ -37,6 +37,18 @@ void control_report_peers(struct report *r, const struct health_peer *peers, uns
 		report_counter(r, "up_transitions", p->ups, "Times the peer came back up.");
 		report_counter(r, "messages_received", p->messages, "Sync messages received from the peer.");
 		report_counter(r, "restarts", p->restarts, "Restarts of the peer seen.");
+		if (p->detail) {
+			report_flag(r, "member", p->member,
+				    "1 while our messages wait for the peer's acknowledgement (FTFW).");
+			report_gauge(r, "last_sequence", p->last_seq,
+				     "The last sequence number of the peer's messages accepted.");
+			report_counter(r, "messages_lost", p->seq_lost,
+				       "Sequence numbers of the peer's messages that never arrived.");
+			report_gauge(r, "unacknowledged", p->unacked,
+				     "Our messages in flight the peer has not acknowledged.");
+			report_gauge(r, "external_states", p->external_states,
+				     "States in the external cache the peer sent last (its flows).");
+		}
 		report_end(r);
 	}
 	report_end(r);

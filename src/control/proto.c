@@ -100,3 +100,19 @@ bool ctl_request_waits(uint32_t code)
 		return false;
 	}
 }
+
+bool ctl_request_takes_origin(uint32_t code)
+{
+	switch (code & CTL_CODE_MASK) {
+	case CTL_COMMIT_ALL:
+	case CTL_COMMIT_CT:
+	case CTL_COMMIT_EXP:
+	case CTL_DUMP_EXTERNAL_CT:
+	case CTL_DUMP_EXTERNAL_CT_XML:
+	case CTL_DUMP_EXTERNAL_EXP:
+	case CTL_DUMP_EXTERNAL_EXP_XML:
+		return true;
+	default:
+		return false;
+	}
+}

@@ -51,8 +51,9 @@ struct control_request {
 	enum request_state state;
 	uint64_t seq;             /* order of acceptance: the lowest idle one is evicted first */
 	pid_t peer_pid;           /* the connecting process (SO_PEERCRED) */
-	uint8_t in[4];
+	uint8_t in[sizeof(uint32_t) + sizeof(struct ctl_origin)];
 	size_t inlen;
+	size_t inneed;            /* bytes of the request: the code, and its origin if flagged */
 	uint32_t raw_code;
 	enum ctl_status status;
 	char *out;
@@ -211,6 +212,14 @@ enum report_format control_request_format(const struct control_request *req)
 	if (req->raw_code & CTL_FLAG_PROMETHEUS)
 		return REPORT_PROMETHEUS;
 	return REPORT_TEXT;
+}
+
+bool control_request_origin(const struct control_request *req, struct ctl_origin *out)
+{
+	if (!(req->raw_code & CTL_FLAG_ORIGIN))
+		return false;
+	memcpy(out, req->in + sizeof(req->raw_code), sizeof(*out));
+	return true;
 }
 
 bool control_request_compat(const struct control_request *req)
@@ -389,8 +398,10 @@ static void request_dispatch(struct control_request *req)
 			req->outlen = sizeof(struct ctl_status_header);
 	}
 	if (code < CTL_REQUEST_MAX &&
-	    !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_VERBOSE | CTL_FLAG_STATUS)) &&
-	    (flags & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) != (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS))
+	    !(flags & ~(CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS | CTL_FLAG_VERBOSE | CTL_FLAG_STATUS |
+			CTL_FLAG_ORIGIN)) &&
+	    (flags & (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS)) != (CTL_FLAG_JSON | CTL_FLAG_PROMETHEUS) &&
+	    (!(flags & CTL_FLAG_ORIGIN) || ctl_request_takes_origin(code)))
 		h = &srv->handlers[code];
 
 	req->state = REQ_HANDLING;
@@ -419,8 +430,18 @@ static void on_request_readable(struct loop *loop, int fd, unsigned events, void
 {
 	struct control_request *req = arg;
 
-	while (req->inlen < sizeof(req->in)) {
-		ssize_t n = recv(fd, req->in + req->inlen, sizeof(req->in) - req->inlen, MSG_DONTWAIT);
+	for (;;) {
+		ssize_t n;
+
+		if (req->inlen == sizeof(req->raw_code) && req->inneed == sizeof(req->raw_code)) {
+			memcpy(&req->raw_code, req->in, sizeof(req->raw_code));
+			/* conntrackd's requests are the code alone; ours may carry an origin after it. */
+			if (req->raw_code & CTL_FLAG_ORIGIN)
+				req->inneed += sizeof(struct ctl_origin);
+		}
+		if (req->inlen == req->inneed)
+			break;
+		n = recv(fd, req->in + req->inlen, req->inneed - req->inlen, MSG_DONTWAIT);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -433,7 +454,6 @@ static void on_request_readable(struct loop *loop, int fd, unsigned events, void
 		}
 		req->inlen += (size_t)n;
 	}
-	memcpy(&req->raw_code, req->in, sizeof(req->raw_code));
 	request_dispatch(req);
 }
 
@@ -571,8 +591,10 @@ static void on_listen_readable(struct loop *loop, int fd, unsigned events, void 
 			continue;
 		}
 		req = calloc(1, sizeof(*req));
-		if (req)
+		if (req) {
+			req->inneed = sizeof(req->raw_code);
 			req->timer = loop_timer_new(loop, on_request_timeout, req);
+		}
 		if (!req || !req->timer || loop_watch(loop, cfd, LOOP_READ, on_request_readable, req) < 0) {
 			if (req)
 				loop_timer_free(req->timer);

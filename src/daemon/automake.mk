@@ -10,4 +10,5 @@ libctsyncd_a_SOURCES += \
 	src/daemon/reload.c src/daemon/reload.h \
 	src/daemon/rundir.c src/daemon/rundir.h \
 	src/daemon/keyfile.c src/daemon/keyfile.h \
-	src/daemon/sealing.c src/daemon/sealing.h
+	src/daemon/sealing.c src/daemon/sealing.h \
+	src/daemon/confirm.c src/daemon/confirm.h

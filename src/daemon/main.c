@@ -244,10 +244,11 @@ static void remove_stale_socket(const struct config *cfg)
 			cfg->general.lockfile, sock);
 }
 
-static int run_client(const struct config *cfg, uint32_t request)
+static int run_client(const struct config *cfg, uint32_t request, const struct ctl_origin *origin)
 {
 	enum ctl_status status = CTL_STATUS_FAILED;
-	int ret = ctl_client_request(cfg->general.unix_path, request, STDOUT_FILENO, &status);
+	int ret = ctl_client_request_origin(cfg->general.unix_path, request, origin, STDOUT_FILENO,
+					    &status);
 
 	if (ret == -ECONNREFUSED && request == CTL_KILL)
 		remove_stale_socket(cfg);
@@ -344,7 +345,7 @@ int main(int argc, char *argv[])
 		if (opts.request == CTL_STATS_HEALTH)
 			rc = run_health(&cfg);
 		else
-			rc = run_client(&cfg, opts.request);
+			rc = run_client(&cfg, opts.request, opts.has_origin ? &opts.origin : NULL);
 		break;
 	default:
 		rc = daemon_run(&cfg, opts.daemonize);

@@ -34,6 +34,7 @@
 #include "loop/log.h"
 #include "loop/loop.h"
 #include "control/report.h"
+#include "confirm.h"
 #include "sealing.h"
 #include "sync/sync.h"
 #include "wire/wire.h"
@@ -66,6 +67,7 @@ struct replication {
 	struct cache *cache;
 	struct link_group *links;
 	struct ftfw *engine;
+	struct confirm *confirm;        /* a-priori mode (ConfirmQueue), or NULL */
 	struct sealing *sealing;        /* NULL without Key: plain datagrams */
 	struct loop_timer *timer;
 	struct peer_addr peers[FTFW_PEERS_MAX];
@@ -166,7 +168,8 @@ static void apply(void *arg, unsigned peer, uint8_t type, const struct flow_full
 {
 	struct replication *r = arg;
 
-	cache_apply_remote(r->cache, type, f);
+	/* Origins are peer ids + 1: 0 is "unknown" in the external cache. */
+	cache_apply_remote(r->cache, type, f, peer + 1);
 }
 
 static void apply_exp(void *arg, unsigned peer, uint8_t type, const struct flow_exp *x)
@@ -188,10 +191,19 @@ static void dead_acked(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
 
-	if (handle & FTFW_EXP_HANDLE)
+	if (handle & FTFW_EXP_HANDLE) {
 		cache_exp_forget_dead(r->cache, handle & ~FTFW_EXP_HANDLE);
-	else
+	} else {
+		confirm_gone(r->confirm, handle);
 		cache_forget_dead(r->cache, handle);
+	}
+}
+
+static void acked(void *arg, uint32_t handle)
+{
+	struct replication *r = arg;
+
+	confirm_acked(r->confirm, handle);
 }
 
 /* The peer's address as last heard; UDP, TCP: the configured destination until then. */
@@ -205,6 +217,50 @@ static void peer_name(const struct replication *r, unsigned peer, char *buf, siz
 	if (l->kind != CONFIG_LINK_MCAST && inet_ntop(l->dest.family, &l->dest.u, buf, (socklen_t)len))
 		return;
 	snprintf(buf, len, "#%u", peer);
+}
+
+static bool same_addr(int family, const uint8_t addr[16], const struct ctl_origin *o)
+{
+	return (int)o->family == family &&
+	       memcmp(addr, o->addr, family == AF_INET ? 4 : 16) == 0;
+}
+
+/*
+ * `--origin ADDRESS` to an origin of the external cache (a peer id + 1).
+ * In a group, the peer heard from that address; over UDP and TCP, the one
+ * peer, by its address as heard or as configured on any link.
+ */
+static int origin_of(void *arg, const struct ctl_origin *o, char *why, size_t cap)
+{
+	struct replication *r = arg;
+	char want[INET6_ADDRSTRLEN] = "?", name[INET6_ADDRSTRLEN + 8];
+	size_t len;
+
+	inet_ntop((int)o->family, o->addr, want, sizeof(want));
+	if (r->cfg->sync.links[0].kind != CONFIG_LINK_MCAST) {
+		if (r->peers[0].used && same_addr(r->peers[0].family, r->peers[0].addr, o))
+			return 1;
+		for (unsigned i = 0; i < r->cfg->sync.nlinks; i++) {
+			const struct config_addr *d = &r->cfg->sync.links[i].dest;
+
+			if (d->family && same_addr(d->family, (const uint8_t *)&d->u, o))
+				return 1;
+		}
+		peer_name(r, 0, name, sizeof(name));
+		snprintf(why, cap, "%s is not the peer of this node (its peer is %s)", want, name);
+		return -ENOENT;
+	}
+	for (unsigned i = 0; i < FTFW_PEERS_MAX && r->peers[i].used; i++)
+		if (same_addr(r->peers[i].family, r->peers[i].addr, o))
+			return (int)i + 1;
+	len = (size_t)snprintf(why, cap, "no peer has sent from %s; heard so far:", want);
+	for (unsigned i = 0; i < FTFW_PEERS_MAX && r->peers[i].used && len < cap; i++) {
+		peer_name(r, i, name, sizeof(name));
+		len += (size_t)snprintf(why + len, cap - len, " %s", name);
+	}
+	if (!r->peers[0].used && len < cap)
+		snprintf(why + len, cap - len, " none");
+	return -ENOENT;
 }
 
 static unsigned long long secs(uint64_t ms)
@@ -227,6 +283,7 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
 
 	peer_name(r, peer, name, sizeof(name));
 	ftfw_peer_stats(r->engine, peer, &ps);
+	confirm_recheck(r->confirm);
 	switch (ev) {
 	case FTFW_PEER_NEW:
 		if (r->unheard_logged)
@@ -267,18 +324,16 @@ static void peer_event(void *arg, unsigned peer, enum ftfw_peer_event ev)
  * in particular), and the engine asks for its whole table.  What we hold
  * of it is marked, not dropped: a takeover while the resend is in flight
  * still finds every state, and once the resend is over (sweep_due())
- * what the peer did not send again goes.  With one peer (unicast, TCP)
- * the external cache is all its; a multicast group shares the cache, so
- * there only the resync request is made.
+ * what the peer did not send again goes.  The external cache knows each
+ * state's sender, so in a group only that peer's states are marked.
  */
 static void peer_reset(void *arg, unsigned peer)
 {
 	struct replication *r = arg;
 
-	(void)peer;
-	if (r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST || r->cfg->sync.disable_external_cache)
+	if (r->cfg->sync.disable_external_cache)
 		return;
-	cache_external_mark(r->cache);
+	cache_external_mark(r->cache, peer + 1);
 	r->marked_ms = loop_now_ms(r->loop);
 	r->quiet_since_ms = r->marked_ms;
 	r->data_seen = 0;
@@ -316,6 +371,7 @@ static void on_local_forget(void *arg, uint32_t handle)
 {
 	struct replication *r = arg;
 
+	confirm_gone(r->confirm, handle);
 	ftfw_flow_forget(r->engine, handle);
 }
 
@@ -520,6 +576,8 @@ static void report_sync(struct replication *r, struct report *rep)
 		       "Requests for a bulk send folded into a walk already due.");
 	report_counter(rep, "retransmission_timeouts", st.rto_rounds,
 		       "Retransmission timeouts that fired.");
+	report_counter(rep, "retransmission_probes", st.rto_probes,
+		       "Messages a timeout resent as a probe: only silent peers lacked them.");
 	report_counter(rep, "hello_resends", st.hello_resends,
 		       "Messages sent during the HELLO handshake and sent again once it completed.");
 	report_counter(rep, "hello_gap_resyncs", st.hello_gap_resyncs,
@@ -605,7 +663,23 @@ static void report_peers(struct replication *r, struct report *rep)
 {
 	struct health_peer peers[HEALTH_PEERS_MAX];
 	unsigned n = replication_peers(r, peers, HEALTH_PEERS_MAX);
+	uint32_t by_origin[CACHE_ORIGIN_MAX + 1];
+	bool mcast = r->cfg->sync.links[0].kind == CONFIG_LINK_MCAST;
 
+	cache_external_by_origin(r->cache, by_origin);
+	/* replication_peers() lists peer ids in order from 0: peers[i] is id i. */
+	for (unsigned i = 0; i < n; i++) {
+		struct ftfw_peer_stats ps;
+
+		ftfw_peer_stats(r->engine, i, &ps);
+		peers[i].detail = true;
+		peers[i].member = ps.member;
+		peers[i].last_seq = ps.last_seq;
+		peers[i].seq_lost = ps.seq_lost;
+		peers[i].unacked = ps.member ? ftfw_peer_unacked(r->engine, i) : 0;
+		/* With one peer, states from before its address was known are its too. */
+		peers[i].external_states = by_origin[i + 1] + (mcast ? 0 : by_origin[0]);
+	}
 	control_report_peers(rep, peers, n);
 }
 
@@ -836,6 +910,8 @@ void replication_report(struct replication *r, struct report *rep, bool everythi
 	if (everything)
 		report_network_details(r, rep);
 	report_queues(r, rep);
+	if (r->confirm)
+		confirm_report(r->confirm, rep);
 }
 
 /* ---- life ---------------------------------------------------------------------------- */
@@ -858,7 +934,9 @@ static void engine_config(const struct config *cfg, struct ftfw_config *fc)
 		       (cfg->sync.commit_timeout ? 0 : WIRE_ENC_TIMEOUT) |
 		       (cfg->sync.tcp_window_tracking ? WIRE_ENC_WSCALE : 0);
 	fc->refresh_time_s = cfg->sync.refresh_time;
-	fc->peer_timeout_ms = (cfg->sync.peer_timeout ? cfg->sync.peer_timeout : CONFIG_DEFAULT_PEER_TIMEOUT) * 1000u;
+	fc->peer_timeout_ms = cfg->sync.peer_timeout_ms ? cfg->sync.peer_timeout_ms :
+			      CONFIG_DEFAULT_PEER_TIMEOUT * 1000u;
+	fc->alive_ms = cfg->sync.alive_interval_ms;
 }
 
 int replication_reload_keys(struct replication *r, const struct config_sync *s)
@@ -883,6 +961,8 @@ int replication_apply_config(struct replication *r, unsigned apply)
 		} else {
 			r->peer_timeout_ms = fc.peer_timeout_ms;
 		}
+		if (r->confirm && confirm_reconfigure(r->confirm, &r->cfg->sync) < 0)
+			failed++;
 	}
 	if (apply & CONFIG_APPLY_LINKS)
 		link_group_set_event_limit(r->links, r->cfg->general.event_iteration_limit);
@@ -895,10 +975,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	static const struct ftfw_ops ops = {
 		.emit = emit, .apply = apply, .apply_exp = apply_exp, .prefetch = prefetch,
 		.dead_acked = dead_acked, .peer_event = peer_event, .peer_reset = peer_reset,
+		.acked = acked,
 	};
 	static const struct ftfw_ops ops_no_exp = {
 		.emit = emit, .apply = apply, .prefetch = prefetch, .dead_acked = dead_acked,
-		.peer_event = peer_event, .peer_reset = peer_reset,
+		.peer_event = peer_event, .peer_reset = peer_reset, .acked = acked,
 	};
 	struct ftfw_ops bypass_ops;
 	struct ftfw_config fc = { 0 };
@@ -985,6 +1066,7 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	}
 	listener.arg = r;
 	cache_set_listener(caches, &listener);
+	cache_set_origin_resolver(caches, origin_of, r);
 	if (cache_exp_internal(caches)) {
 		struct cache_exp_listener xl = { .changed = on_exp_change, .forget = on_exp_forget, .arg = r };
 
@@ -992,6 +1074,11 @@ int replication_start(struct replication **out, const struct config *cfg, struct
 	}
 	if (cfg->sync.startup_resync)
 		ftfw_request_resync(r->engine);
+	if (cfg->sync.confirm_queue >= 0 &&
+	    (err = confirm_start(&r->confirm, &cfg->sync, loop, caches, r->engine)) < 0) {
+		replication_stop(r);
+		return err;
+	}
 	*out = r;
 	return 0;
 }
@@ -1006,7 +1093,10 @@ void replication_stop(struct replication *r)
 		/* What is already queued for the link goes out before we leave. */
 		link_group_flush(r->links);
 	}
+	confirm_stop(r->confirm);
 	cache_set_listener(r->cache, &none);
+	if (r->cache)
+		cache_set_origin_resolver(r->cache, NULL, NULL);
 	ftfw_free(r->engine);
 	link_group_close(r->links);
 	sealing_stop(r->sealing);

@@ -30,6 +30,12 @@
 #define INDEX_MAX_BUCKETS (1u << 31)
 
 #define ENTRY_USED 1u           /* internal: the slot holds an entry */
+/* The caller's origin number lives in the flag bits above FLOW_ENTRY_*: no byte of its own. */
+#define ORIGIN_SHIFT 3u
+#define ORIGIN_BITS (FLOW_TABLE_ORIGIN_MAX << ORIGIN_SHIFT)
+_Static_assert((FLOW_TABLE_ORIGIN_MAX << ORIGIN_SHIFT) <= 0xffu, "the origin fits the flags byte");
+_Static_assert(((FLOW_ENTRY_DEAD | FLOW_ENTRY_UPDATED | ENTRY_USED) >> ORIGIN_SHIFT) == 0,
+	       "the origin bits are free");
 
 /*
  * `life` is how long the entry had lived at `updated`, in seconds,
@@ -443,7 +449,22 @@ void *flow_table_user(const struct flow_table *t, uint32_t h)
 
 unsigned flow_table_flags(const struct flow_table *t, uint32_t h)
 {
-	return entry_valid(t, h) ? entry_meta(t, h)->flags & ~ENTRY_USED : 0;
+	return entry_valid(t, h) ? entry_meta(t, h)->flags & ~(ENTRY_USED | ORIGIN_BITS) : 0;
+}
+
+void flow_table_set_origin(struct flow_table *t, uint32_t h, unsigned origin)
+{
+	struct entry_meta *m;
+
+	if (!entry_valid(t, h) || origin > FLOW_TABLE_ORIGIN_MAX)
+		return;
+	m = entry_meta(t, h);
+	m->flags = (uint8_t)((m->flags & ~ORIGIN_BITS) | origin << ORIGIN_SHIFT);
+}
+
+unsigned flow_table_origin(const struct flow_table *t, uint32_t h)
+{
+	return entry_valid(t, h) ? (entry_meta(t, h)->flags & ORIGIN_BITS) >> ORIGIN_SHIFT : 0;
 }
 
 uint32_t flow_table_updated(const struct flow_table *t, uint32_t h)

@@ -1,7 +1,7 @@
 # src/kernel: the only code that talks ctnetlink -- conversion between
 # netlink attributes and flows (pure), the event socket, dumps, and the
 # batched writer.  nl.h is private to this folder.
-noinst_HEADERS += include/kernel/kernel.h include/kernel/bpf.h src/kernel/nl.h
+noinst_HEADERS += include/kernel/kernel.h include/kernel/bpf.h include/kernel/nfqueue.h src/kernel/nl.h
 libctsyncd_a_SOURCES += \
 	src/kernel/ct_attr.c \
 	src/kernel/exp_attr.c src/kernel/attr.h \
@@ -10,6 +10,7 @@ libctsyncd_a_SOURCES += \
 	src/kernel/events.c \
 	src/kernel/dump.c \
 	src/kernel/get.c \
+	src/kernel/nfqueue.c \
 	src/kernel/writer.c
 
 # Golden ctnetlink messages built with libmnl: parse, build, round trip,

@@ -610,11 +610,10 @@ static void derive_nat(struct flow_full *ff, const struct flow_tuple *reply)
 	}
 }
 
-enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full *ff,
-				   enum kernel_event *ev)
+/* The conntrack attributes at `p` (`len` bytes): a message's, or the nest of an NFQUEUE packet's. */
+static enum kernel_reason parse_ct_attrs(const void *p, size_t len, uint8_t family,
+					 struct flow_full *ff)
 {
-	const struct nlmsghdr *nlh = msg;
-	const struct nfgenmsg *nfg;
 	struct raw_tuple orig = { 0 }, reply = { 0 }, master = { 0 };
 	struct flow_counters counters = { 0 };
 	struct flow *f = &ff->flow;
@@ -622,36 +621,14 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 	const struct nlattr *a;
 	enum kernel_reason why;
 	unsigned seq_seen[2] = { 0, 0 };
-	uint8_t family;
 	int r;
-
-	if (len < NLMSG_HDRLEN + sizeof(*nfg) || nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*nfg) ||
-	    nlh->nlmsg_len > len)
-		return KERNEL_R_TRUNCATED;
-	if ((nlh->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK)
-		return KERNEL_R_NOT_CONNTRACK;
-	switch (nlh->nlmsg_type & 0xff) {
-	case IPCTNL_MSG_CT_NEW:
-		*ev = (nlh->nlmsg_flags & (NLM_F_CREATE | NLM_F_MULTI)) ? KERNEL_EV_NEW : KERNEL_EV_UPDATE;
-		break;
-	case IPCTNL_MSG_CT_DELETE:
-		*ev = KERNEL_EV_DESTROY;
-		break;
-	default:
-		return KERNEL_R_NOT_CONNTRACK;
-	}
-	nfg = (const struct nfgenmsg *)((const uint8_t *)msg + NLMSG_HDRLEN);
-	family = nfg->nfgen_family;
-	if (family != AF_INET && family != AF_INET6)
-		return KERNEL_R_FAMILY;
 
 	/* Only the parts that the attrs bits can leave unset need clearing. */
 	memset(f, 0, sizeof(*f));
 	memset(&ff->ext, 0, sizeof(ff->ext));
 	ff->labels.words = 0;
 
-	iter_init(&it, (const uint8_t *)msg + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*nfg)),
-		  nlh->nlmsg_len - NLMSG_HDRLEN - NLMSG_ALIGN(sizeof(*nfg)));
+	iter_init(&it, p, len);
 	while ((r = iter_next(&it, &a)) > 0) {
 		why = KERNEL_OK;
 		switch (a_type(a)) {
@@ -745,6 +722,45 @@ enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full
 	flow_full_normalize(ff);
 	ff->counters = counters;
 	return KERNEL_OK;
+}
+
+enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full *ff,
+				   enum kernel_event *ev)
+{
+	const struct nlmsghdr *nlh = msg;
+	const struct nfgenmsg *nfg;
+	uint8_t family;
+
+	if (len < NLMSG_HDRLEN + sizeof(*nfg) || nlh->nlmsg_len < NLMSG_HDRLEN + sizeof(*nfg) ||
+	    nlh->nlmsg_len > len)
+		return KERNEL_R_TRUNCATED;
+	if ((nlh->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK)
+		return KERNEL_R_NOT_CONNTRACK;
+	switch (nlh->nlmsg_type & 0xff) {
+	case IPCTNL_MSG_CT_NEW:
+		*ev = (nlh->nlmsg_flags & (NLM_F_CREATE | NLM_F_MULTI)) ? KERNEL_EV_NEW : KERNEL_EV_UPDATE;
+		break;
+	case IPCTNL_MSG_CT_DELETE:
+		*ev = KERNEL_EV_DESTROY;
+		break;
+	default:
+		return KERNEL_R_NOT_CONNTRACK;
+	}
+	nfg = (const struct nfgenmsg *)((const uint8_t *)msg + NLMSG_HDRLEN);
+	family = nfg->nfgen_family;
+	if (family != AF_INET && family != AF_INET6)
+		return KERNEL_R_FAMILY;
+
+	return parse_ct_attrs((const uint8_t *)msg + NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*nfg)),
+			      nlh->nlmsg_len - NLMSG_HDRLEN - NLMSG_ALIGN(sizeof(*nfg)), family, ff);
+}
+
+enum kernel_reason kernel_ct_parse_nest(const struct nlattr *nest, uint8_t family,
+					struct flow_full *ff)
+{
+	if (family != AF_INET && family != AF_INET6)
+		return KERNEL_R_FAMILY;
+	return parse_ct_attrs(a_data(nest), a_len(nest), family, ff);
 }
 
 /* ---- building ------------------------------------------------------------------ */

@@ -11,6 +11,7 @@
  * appears.
  */
 #include "kernel/kernel.h"
+#include "kernel/nfqueue.h"
 #include "nl.h"
 
 #include <errno.h>
@@ -68,7 +69,20 @@ static void drain(struct kernel_getter *g)
 			return;
 }
 
-int kernel_get(struct kernel_getter *g, const struct flow_tuple *orig, struct flow_full *out)
+/* CTA_TUPLE_ORIG of a request built by kernel_ct_build() becomes CTA_TUPLE_REPLY. */
+static void name_by_reply(struct nlmsghdr *nlh)
+{
+	struct nlattr *a;
+
+	mnl_attr_for_each(a, nlh, sizeof(struct nfgenmsg))
+		if (mnl_attr_get_type(a) == CTA_TUPLE_ORIG) {
+			a->nla_type = (uint16_t)((a->nla_type & ~NLA_TYPE_MASK) | CTA_TUPLE_REPLY);
+			return;
+		}
+}
+
+/* ctnetlink finds an entry by either tuple (and the zone). */
+static int get(struct kernel_getter *g, const struct flow_tuple *t, bool reply, struct flow_full *out)
 {
 	struct nlmsghdr *nlh = (struct nlmsghdr *)g->buf;
 	enum kernel_event ev;
@@ -77,13 +91,15 @@ int kernel_get(struct kernel_getter *g, const struct flow_tuple *orig, struct fl
 
 	drain(g);
 	memset(&g->probe, 0, sizeof(g->probe));
-	g->probe.flow.orig = *orig;
+	g->probe.flow.orig = *t;
 	/* The tuple's ports or ICMP fields are meaningful, whichever it has. */
 	g->probe.flow.attrs = FLOW_A_ZONE | FLOW_A_PORTS | FLOW_A_ICMP;
 	/* The delete request names exactly the entry: the same message, with another type. */
 	len = kernel_ct_build(g->buf, sizeof(g->buf), KERNEL_OP_DELETE, &g->probe, 0, 0, ++g->seq);
 	if (len < 0)
 		return len;
+	if (reply)
+		name_by_reply(nlh);
 	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
 	nlh->nlmsg_flags = NLM_F_REQUEST;
 	if (mnl_socket_sendto(g->nl, g->buf, (size_t)len) < 0)
@@ -105,4 +121,14 @@ int kernel_get(struct kernel_getter *g, const struct flow_tuple *orig, struct fl
 		return kernel_ct_parse(nlh, nlh->nlmsg_len, out, &ev) == KERNEL_OK ? 0 : -EBADMSG;
 	}
 	return -ENOENT;
+}
+
+int kernel_get(struct kernel_getter *g, const struct flow_tuple *orig, struct flow_full *out)
+{
+	return get(g, orig, false, out);
+}
+
+int kernel_get_reply(struct kernel_getter *g, const struct flow_tuple *reply, struct flow_full *out)
+{
+	return get(g, reply, true, out);
 }

@@ -21,6 +21,8 @@ static void release(struct ftfw *e, uint32_t h, struct ftfw_link *l)
 	/* Progress: the peer is there and hears us; the next timeout starts afresh. */
 	e->rto = e->cfg.rto_ms;
 	e->rto_round_at = 0;
+	if (e->ops.acked && !ftfw_is_exp(h))
+		e->ops.acked(e->arg, h);
 	if (ftfw_entry_flags(e, h) & FLOW_ENTRY_DEAD)
 		e->ops.dead_acked(e->arg, h);   /* last: the owner deletes the entry */
 	else

@@ -69,7 +69,7 @@ bool ftfw_bulk_refill(struct ftfw *e)
 	unsigned visited = 0, queued = 0;
 	uint32_t h;
 
-	while (visited < BULK_VISIT_MAX && queued < BULK_QUEUE_MAX) {
+	while (visited < BULK_VISIT_MAX && queued < BULK_QUEUE_MAX && ftfw_bulk_room(e)) {
 		struct ftfw_link *l;
 
 		if (!e->bulk_exp) {

@@ -111,6 +111,8 @@ int ftfw_new(const struct ftfw_config *cfg, const struct ftfw_ops *ops, void *ar
 		c.rto_max_ms = c.rto_ms;
 	if (!c.refresh_time_s)
 		c.refresh_time_s = ALARM_DEFAULT_REFRESH_S;
+	if (!c.alive_ms || c.alive_ms > FTFW_TIMER_MS)
+		c.alive_ms = FTFW_TIMER_MS;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -193,6 +195,7 @@ int ftfw_reconfigure(struct ftfw *e, const struct ftfw_config *cfg)
 	e->cfg.refresh_time_s = cfg->refresh_time_s ? cfg->refresh_time_s : ALARM_DEFAULT_REFRESH_S;
 	e->refresh_s = e->cfg.refresh_time_s;
 	e->cfg.peer_timeout_ms = cfg->peer_timeout_ms;
+	e->cfg.alive_ms = cfg->alive_ms && cfg->alive_ms < FTFW_TIMER_MS ? cfg->alive_ms : FTFW_TIMER_MS;
 	return 0;
 }
 
@@ -372,6 +375,21 @@ static bool window_open(const struct ftfw *e)
 }
 
 /*
+ * A bulk walk fills the window only up to 7/8: the rest is kept for the
+ * changes of live flows (the TX queue) and for retransmissions, so that
+ * a takeover's table, larger than the window, never holds new flows
+ * back behind it while the peers acknowledge.
+ */
+bool ftfw_bulk_room(const struct ftfw *e)
+{
+	uint32_t rqs = e->cfg.resend_queue_size;
+
+	if (e->notrack)
+		return true;
+	return e->q[Q_RS].len + e->q[Q_TX].len + e->q[Q_RETX].len < rqs - rqs / 8u;
+}
+
+/*
  * The ring slot of the next sequence number must be free (queue.c).  If
  * it still holds a message sent a whole ring of numbers ago, that one
  * was lost or its ACK was: send it again now rather than wait for its
@@ -494,7 +512,7 @@ size_t ftfw_send(struct ftfw *e, uint64_t now, size_t budget)
 		/* Retransmissions first: they are the oldest news the peer lacks. */
 		q = e->q[Q_RETX].head ? &e->q[Q_RETX] : &e->q[Q_TX];
 		if (!q->head) {
-			if (!ftfw_bulk_may_run(e))
+			if (!ftfw_bulk_may_run(e) || !ftfw_bulk_room(e))
 				break;
 			if (e->ops.bulk_pull && !e->bulk_exp ? !ftfw_bulk_pull(e, &left) : !ftfw_bulk_refill(e))
 				break;
@@ -524,7 +542,7 @@ bool ftfw_send_ready(const struct ftfw *e)
 {
 	if (e->resync == RESYNC_PENDING && !ftfw_hello_holds(e))
 		return true;
-	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && !ftfw_bulk_may_run(e))
+	if (!e->q[Q_RETX].len && !e->q[Q_TX].len && (!ftfw_bulk_may_run(e) || !ftfw_bulk_room(e)))
 		return false;
 	return window_open(e);
 }
@@ -573,25 +591,49 @@ static uint64_t rto_deadline(const struct ftfw *e)
  *
  * When the oldest message in flight has waited `rto` (1.5 s: more than
  * the peer's one-second ACK timer plus a round trip), every message that
- * old goes back to be retransmitted.  When no peer said anything since
- * the previous round, only the oldest goes (a probe) and `rto` doubles up
- * to rto_max, so a dead peer costs one message per rto_max, not the whole
- * window.  Any acknowledgement that releases something resets rto.
+ * old which a peer that spoke after its transmission has not
+ * acknowledged goes back to be retransmitted.  What only silent peers
+ * lack goes as one probe per round: in a group, a member that died holds
+ * every message until PeerTimeout ends, and resending the window to the
+ * live members each round, which have it, is what flooded the link.
+ * When no peer said anything since the previous round, only the oldest
+ * goes (the probe) and `rto` doubles up to rto_max, so a dead peer costs
+ * one message per rto_max, not the whole window.  Any acknowledgement
+ * that releases something resets rto.
  */
+/* A member that lacks the message has spoken since it went out: it was lost on the way. */
+static bool lost_for_a_talker(const struct ftfw *e, const struct ftfw_link *l)
+{
+	uint32_t lacking = e->members & ~(uint32_t)l->acked;
+
+	for (unsigned p = 0; lacking; p++, lacking >>= 1)
+		if ((lacking & 1u) && e->peers[p].last_heard > l->sent)
+			return true;
+	return false;
+}
+
 static void rto_round(struct ftfw *e, uint64_t now)
 {
 	uint64_t floor = e->rto_round_at;
-	bool full = e->heard_since_rto;
+	bool full = e->heard_since_rto, probed = false;
 
 	if (e->resync == RESYNC_INFLIGHT && now >= max_u64(e->resync_sent, floor) + e->rto)
 		e->resync = RESYNC_PENDING;
-	while (e->q[Q_RS].head) {
-		uint32_t h = e->q[Q_RS].head;
+	for (uint32_t h = e->q[Q_RS].head, next; h; h = next) {
 		struct ftfw_link *l = ftfw_link_of(e, h);
 
+		next = l->next;
 		if (now < max_u64(l->sent, floor) + e->rto)
 			break;
-		ftfw_q_move(e, Q_RETX, h, l);
+		if (full && lost_for_a_talker(e, l)) {
+			ftfw_q_move(e, Q_RETX, h, l);
+			continue;
+		}
+		if (!probed) {
+			ftfw_q_move(e, Q_RETX, h, l);
+			probed = true;
+			e->st.rto_probes++;
+		}
 		if (!full)
 			break;
 	}
@@ -627,14 +669,14 @@ void ftfw_tick(struct ftfw *e, uint64_t now)
 	 * we say hello: 0x30), unless an ACK was due, which ftfw_rx_tick()
 	 * has just sent.
 	 */
-	if (e->alive_now || now >= e->last_tx + FTFW_TIMER_MS ||
+	if (e->alive_now || now >= e->last_tx + e->cfg.alive_ms ||
 	    (e->hello_phase && now >= e->last_hello_tx + FTFW_TIMER_MS))
 		ftfw_emit_ctl(e, WIRE_F_ALIVE, 0, 0, now);
 }
 
 uint64_t ftfw_next_deadline(const struct ftfw *e)
 {
-	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->alive_now ? e->now : e->last_tx + FTFW_TIMER_MS;
+	uint64_t d = e->alarm ? ftfw_alarm_deadline(e) : e->alive_now ? e->now : e->last_tx + e->cfg.alive_ms;
 
 	if (!e->alarm && e->hello_phase)
 		d = min_u64(d, e->last_hello_tx + FTFW_TIMER_MS);
@@ -692,6 +734,7 @@ int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats 
 	memset(out, 0, sizeof(*out));
 	out->known = p->known;
 	out->lost = p->lost;
+	out->member = !e->notrack && (e->members & (1u << peer));
 	out->hello_pending = !e->notrack && p->known && !(e->hello_done & (1u << peer));
 	out->in_hello = p->in_hello;
 	out->last_seq = p->last_seq;
@@ -706,6 +749,21 @@ int ftfw_peer_stats(const struct ftfw *e, unsigned peer, struct ftfw_peer_stats 
 	out->ups = p->ups;
 	out->state_since = p->state_since;
 	return 0;
+}
+
+uint32_t ftfw_peer_unacked(const struct ftfw *e, unsigned peer)
+{
+	uint32_t n = 0;
+
+	if (peer >= FTFW_PEERS_MAX || e->notrack)
+		return 0;
+	for (uint32_t h = e->q[Q_RS].head; h; ) {
+		const struct ftfw_link *l = ftfw_link_of(e, h);
+
+		n += !(l->acked & (1u << peer));
+		h = l->next;
+	}
+	return n;
 }
 
 void ftfw_rsqueue_foreach(const struct ftfw *e,

@@ -329,4 +329,7 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* ftfw.c: the bulk may queue more (it leaves an eighth of the window to live changes). */
+bool ftfw_bulk_room(const struct ftfw *e);
+
 #endif

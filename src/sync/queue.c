@@ -191,3 +191,14 @@ int ftfw_ring_alloc(struct ftfw *e, uint32_t slots)
 	e->ring_mask = n - 1;
 	return 0;
 }
+
+enum ftfw_ack_state ftfw_flow_ack_state(const struct ftfw *e, uint32_t h)
+{
+	const struct ftfw_link *l;
+
+	if (e->notrack || !e->members)
+		return FTFW_ACK_NOBODY;
+	l = ftfw_link_of(e, h);
+	return l->queue == Q_TX || l->queue == Q_RETX || l->queue == Q_RS ? FTFW_ACK_PENDING :
+	       FTFW_ACK_DONE;
+}

@@ -82,20 +82,74 @@ for i in "${NODES[@]}"; do load "$i" delete $((N / 2)) --proto mixed & done; wai
 check "... and the deletes: $(report)" wait_until 60 all_have $((N - N / 2))
 loss 0
 
-# Node 2 restarts with 100 new states: its HELLO tells the others, which ask
-# it for its table; its -n gets theirs.
+# Node 2 restarts with 100 new states, and 50 of its states ended while it
+# was down: its HELLO tells the others, which ask it for its table and,
+# once it has sent it, sweep what it did not send again, and only its
+# states (they know each state's sender); its -n gets theirs.
 ctl 2 -k >/dev/null
 wait_until 5 eval '! ctl 2 -s >/dev/null 2>&1'
+sleep 1.1       # the sweep's mark has whole seconds: the last update is before it
 load 2 create 100 --proto udp --offset "$N"
+load 2 delete 50 --proto mixed --offset $((N / 2))
 start 2 || { fail "node 2 restarts"; finish; }
 ctl 2 -n >/dev/null
 M=$((N - N / 2))
 agree() {
 	(($(ext_count 2 1) == M && $(ext_count 2 3) == M && $(ext_count 1 3) == M && $(ext_count 3 1) == M &&
-	  $(ext_count 1 2) == M + 100 && $(ext_count 3 2) == M + 100))
+	  $(ext_count 1 2) == M + 50 && $(ext_count 3 2) == M + 50))
 }
 wait_until 30 agree; rc=$?
-check "after node 2's restart all caches agree, its new states included: $(report)" test $rc -eq 0
+check "after node 2's restart all caches agree: its new states in, those that ended while it was down swept, the others' kept: $(report)" test $rc -eq 0
+
+# The external cache knows each state's sender: node 1 lists and commits
+# node 3's states alone, and says which peers it knows when asked for another.
+check "-e --origin lists exactly node 3's states on node 1" \
+	test "$(ctl 1 -e --origin 198.18.3.3 | grep -c 'src=10\.3\.')" -eq "$M" -a \
+	"$(ctl 1 -e --origin 198.18.3.3 | grep -vc 'src=10\.3\.')" -eq 0
+check "-s --json counts each peer's external states" python3 -c '
+import json, sys
+peers = {p["address"]: p for p in json.loads(sys.argv[1])["peers"]}
+assert peers["198.18.3.2"]["external_states"] == int(sys.argv[2]) + 50, peers
+assert peers["198.18.3.3"]["external_states"] == int(sys.argv[2]), peers
+assert all(p["member"] and p["unacknowledged"] >= 0 and p["last_sequence"] > 0 for p in peers.values()), peers
+' "$(ctl 1 -s --json)" "$M"
+kernel_from() { ip netns exec "${NS[1]}" conntrack -L 2>/dev/null | grep -c "src=10\.$1\."; }
+out=$(ctl 1 -c --origin 198.18.3.3 2>&1)
+check "-c --origin commits node 3's states into node 1's kernel: $out" \
+	test "$(kernel_from 3)" -eq "$M" -a "$(kernel_from 2)" -eq 0
+out=$(ctl 1 -c --origin 198.18.3.9 2>&1); rc=$?
+check "-c --origin with an address no peer sent from fails and names it: $out" \
+	test $rc -ne 0 -a "${out#*198.18.3.9}" != "$out" -a "${out#*198.18.3.2}" != "$out"
+# A member that dies never holds the group back: with ALIVEs every 100 ms
+# and a 300 ms PeerTimeout (applied by a reload), node 3 frozen is down
+# within a second on node 1, whose new states reach node 2 and leave its
+# window at once; the timeouts resend none of them to node 2 (it has
+# them), only a probe for node 3; thawed, node 3 gets them all.
+pid_of() { head -n1 "$WORK/n$1.lock"; }
+for i in "${NODES[@]}"; do
+	sed -i 's/^Sync {$/Sync {\n\tAliveInterval 100\n\tPeerTimeout 300ms/' "$WORK/n$i.conf"
+	kill -HUP "$(pid_of "$i")"
+done
+wait_until 5 eval "grep -q 'PeerTimeout' '$WORK/n1.log'" || true
+sleep 0.5
+net1() { ctl 1 -s network --json; }
+json_get() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2], {}, d))' "$1" "$2"; }
+kill -STOP "$(pid_of 3)"
+frozen_at=$(date +%s%N)
+load 1 create 500 --proto tcp --offset $((2 * N))
+peer3_down() { [[ $(json_get "$(net1)" '[p["state"] for p in peers if p["address"] == "198.18.3.3"][0]') == down ]]; }
+check "node 3 frozen: node 1 says it is down within 2 s" wait_until 2 peer3_down
+log "node 3 down on node 1 after $(( ($(date +%s%N) - frozen_at) / 1000000 )) ms"
+window_empty() { (($(ctl 1 -s queue --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["queues"]["in_flight"])') == 0)); }
+check "node 1's window drains without node 3" wait_until 3 window_empty
+check "node 2 has node 1's 500 new states" wait_until 5 eval '(($(ext_count 2 1) == M + 500))'
+before=$(json_get "$(net1)" 'sync["retransmitted"]')
+sleep 2
+after=$(json_get "$(net1)" 'sync["retransmitted"]')
+check "while node 3 is down node 1 resends nothing to speak of ($before -> $after)" test $((after - before)) -le 5
+kill -CONT "$(pid_of 3)"
+check "node 3 thawed gets node 1's new states" wait_until 15 eval '(($(ext_count 3 1) == M + 500))'
+
 for i in "${NODES[@]}"; do
 	j=$(ctl "$i" -s network --json)
 	check "node $i counts no malformed message and no datagram of an unknown peer" python3 -c '

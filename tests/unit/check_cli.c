@@ -5,6 +5,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -422,6 +423,43 @@ START_TEST(usage_lists_every_option_and_word)
 }
 END_TEST
 
+/* --origin limits a commit or an external dump to one peer's states. */
+START_TEST(origin_goes_with_commit_and_external_dumps)
+{
+	struct cli_options o;
+	char *commit[] = { "ctsyncd", "-c", "--origin", "198.18.3.2", NULL };
+	char *dump6[] = { "ctsyncd", "--origin", "2001:db8::7", "-e", "expect", "-x", NULL };
+	char *stats[] = { "ctsyncd", "-s", "--origin", "198.18.3.2", NULL };
+	char *internal[] = { "ctsyncd", "-i", "--origin", "198.18.3.2", NULL };
+	char *bad[] = { "ctsyncd", "-c", "--origin", "198.18.3", NULL };
+	char *missing[] = { "ctsyncd", "-c", "--origin", NULL };
+	char *daemon[] = { "ctsyncd", "--origin", "198.18.3.2", NULL };
+
+	ck_assert_int_eq(cli_parse(4, commit, &o), 0);
+	ck_assert_int_eq(o.action, CLI_CLIENT_REQUEST);
+	ck_assert_uint_eq(o.request, CTL_COMMIT_ALL);
+	ck_assert(o.has_origin);
+	ck_assert_uint_eq(o.origin.family, AF_INET);
+	ck_assert_mem_eq(o.origin.addr, "\xc6\x12\x03\x02\0\0\0\0", 8);
+
+	ck_assert_int_eq(cli_parse(6, dump6, &o), 0);
+	ck_assert_uint_eq(o.request, CTL_DUMP_EXTERNAL_EXP_XML);
+	ck_assert_uint_eq(o.origin.family, AF_INET6);
+	ck_assert_uint_eq(o.origin.addr[0], 0x20);
+	ck_assert_uint_eq(o.origin.addr[15], 7);
+
+	ck_assert_int_eq(cli_parse(4, stats, &o), -EINVAL);
+	ck_assert_str_eq(o.message, "'--origin' is only valid with -c or -e");
+	ck_assert_int_eq(cli_parse(4, internal, &o), -EINVAL);
+	ck_assert_int_eq(cli_parse(3, daemon, &o), -EINVAL);
+	ck_assert_int_eq(o.exit_status, 1);
+	ck_assert_int_eq(cli_parse(4, bad, &o), -EINVAL);
+	ck_assert_str_eq(o.message, "'198.18.3' after '--origin' is not an IPv4 or IPv6 address");
+	ck_assert_int_eq(cli_parse(3, missing, &o), -EINVAL);
+	ck_assert_str_eq(o.message, "missing address after '--origin'");
+}
+END_TEST
+
 /* Every option the usage shows is one the parser knows: they share a table. */
 START_TEST(every_usage_option_parses)
 {
@@ -430,7 +468,7 @@ START_TEST(every_usage_option_parses)
 
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char opt[32];
-		char *argv[4] = { "ctsyncd", opt, NULL, NULL };
+		char *argv[5] = { "ctsyncd", opt, NULL, NULL, NULL };
 		struct cli_options o;
 		int argc = 2;
 
@@ -446,6 +484,11 @@ START_TEST(every_usage_option_parses)
 		} else if (strcmp(opt, "-C") == 0) {
 			argv[2] = "/x";
 			argc = 3;
+		} else if (strcmp(opt, "--origin") == 0) {
+			argv[1] = "-c";
+			argv[2] = opt;
+			argv[3] = "198.18.0.1";
+			argc = 4;
 		}
 		ck_assert_msg(cli_parse(argc, argv, &o) == 0, "usage option %s: %s", opt, o.message);
 		seen++;
@@ -471,6 +514,7 @@ static Suite *cli_suite(void)
 	tc = tcase_create("usage");
 	tcase_add_test(tc, usage_lists_every_option_and_word);
 	tcase_add_test(tc, every_usage_option_parses);
+	tcase_add_test(tc, origin_goes_with_commit_and_external_dumps);
 	suite_add_tcase(s, tc);
 	return s;
 }

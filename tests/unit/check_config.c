@@ -235,11 +235,11 @@ srcdir(void)
 #define GENERAL_OPTS "HashSize, HashLimit, LogFile, Syslog, LockFile, UNIX, NetlinkBufferSize, " \
 	"NetlinkBufferSizeMaxGrowth, NetlinkOverrunResync, NetlinkEventsReliable, PollSecs, " \
 	"EventIterationLimit, Nice, Scheduler, Systemd or Filter"
-#define SYNC_OPTS "Mode, Key, PeerTimeout, Health, Multicast, UDP, TCP, Options, RefreshTime, " \
+#define SYNC_OPTS "Mode, Key, PeerTimeout, AliveInterval, Health, Multicast, UDP, TCP, Options, RefreshTime, " \
 	"CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
 #define FTFW_OPTS "ResendQueueSize, ACKWindowSize, CommitTimeout, PurgeTimeout, " \
-	"DisableExternalCache, StartupResync or HotStandby"
+	"DisableExternalCache, StartupResync, HotStandby, ConfirmQueue, ConfirmTimeout or ConfirmHeldMax"
 #define UDP_OPTS "IPv4_address, IPv6_address, IPv4_Destination_Address, " \
 	"IPv6_Destination_Address, Port, Interface, SndSocketBuffer, RcvSocketBuffer or Checksum"
 #define PROTO_EXPECTED "a protocol name (TCP, UDP, UDPLITE, SCTP, DCCP, ICMP, IPv6-ICMP, " \
@@ -820,7 +820,7 @@ START_TEST(peer_timeout_and_health_thresholds)
 	static const char zero[] = "Sync { PeerTimeout 0 " UDP_LINK "}";
 
 	parse_ok(&cfg, "Sync { Mode FTFW { } " UDP_LINK "}", &ws);
-	ck_assert_uint_eq(cfg.sync.peer_timeout, 30);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 30000);
 	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 10);
 	ck_assert_uint_eq(cfg.sync.health.backlog_warning, 10);
 	ck_assert_uint_eq(cfg.sync.health.backlog_critical, 60);
@@ -828,7 +828,7 @@ START_TEST(peer_timeout_and_health_thresholds)
 	config_free(&cfg);
 	parse_ok(&cfg, "Sync { PeerTimeout 3 Health { PeerSilentWarning 2 ResendBacklogWarning 0 "
 		 "ResendBacklogCritical 7 RecentErrors 60 } " UDP_LINK "}", &ws);
-	ck_assert_uint_eq(cfg.sync.peer_timeout, 3);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 3000);
 	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 2);
 	ck_assert_uint_eq(cfg.sync.health.backlog_warning, 0);
 	ck_assert_uint_eq(cfg.sync.health.backlog_critical, 7);
@@ -837,21 +837,61 @@ START_TEST(peer_timeout_and_health_thresholds)
 	config_free(&cfg);
 	/* ALARM peers send refreshes only: the timeout outlasts RefreshTime, silence alone is no warning. */
 	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 90 } " UDP_LINK "}", &ws);
-	ck_assert_uint_eq(cfg.sync.peer_timeout, 92);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 92000);
 	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 0);
 	config_free(&cfg);
 	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 5 } PeerTimeout 4 "
 		 "Health { PeerSilentWarning 3 } " UDP_LINK "}", &ws);
-	ck_assert_uint_eq(cfg.sync.peer_timeout, 4);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 4000);
 	ck_assert_uint_eq(cfg.sync.health.peer_silent_warning, 3);
 	config_free(&cfg);
 	parse_ok(&cfg, "Sync { Mode ALARM { RefreshTime 5 } " UDP_LINK "}", &ws);
-	ck_assert_uint_eq(cfg.sync.peer_timeout, 30);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 30000);
 	config_free(&cfg);
 	ck_assert_str_eq(parse_error(inverted, strlen(inverted), buf, sizeof(buf)),
 			 "1:0: Health: ResendBacklogWarning (20 s) is above ResendBacklogCritical "
 			 "(5 s); the warning must come first");
 	ck_assert_msg(strstr(parse_error(zero, strlen(zero), buf, sizeof(buf)), "PeerTimeout") != NULL,
+		      "%s", buf);
+}
+END_TEST
+
+/* A sub-second PeerTimeout, with ALIVEs often enough that a live peer never looks dead. */
+START_TEST(peer_timeout_takes_milliseconds_and_alive_interval_bounds_it)
+{
+	struct warnings ws = { 0 };
+	struct config cfg;
+	char buf[512];
+	static const char short_to[] = "Sync {\nAliveInterval 100\nPeerTimeout 150ms\n" UDP_LINK "}";
+	static const char too_short[] = "Sync { PeerTimeout 40ms " UDP_LINK "}";
+	static const char bad_unit[] = "Sync { PeerTimeout 3m " UDP_LINK "}";
+	static const char alarm[] = "Sync { Mode ALARM { }\nAliveInterval 200 " UDP_LINK "}";
+	static const char alive_big[] = "Sync { AliveInterval 2000 " UDP_LINK "}";
+
+	parse_ok(&cfg, "Sync { PeerTimeout 300ms AliveInterval 100 " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 300);
+	ck_assert_uint_eq(cfg.sync.alive_interval_ms, 100);
+	assert_round_trip(&cfg, "PeerTimeout 300ms");
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { PeerTimeout 2s " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 2000);
+	ck_assert_uint_eq(cfg.sync.alive_interval_ms, 1000);
+	config_free(&cfg);
+	parse_ok(&cfg, "Sync { PeerTimeout 2500MS " UDP_LINK "}", &ws);
+	ck_assert_uint_eq(cfg.sync.peer_timeout_ms, 2500);
+	assert_round_trip(&cfg, "PeerTimeout 2500ms");
+	config_free(&cfg);
+	ck_assert_str_eq(parse_error(short_to, strlen(short_to), buf, sizeof(buf)),
+			 "3:0: PeerTimeout 150ms is shorter than two AliveInterval (100 ms): an idle "
+			 "live peer would be taken for a dead one");
+	ck_assert_msg(strstr(parse_error(too_short, strlen(too_short), buf, sizeof(buf)),
+			     "'40ms' is out of range; expected 50ms..86400s") != NULL, "%s", buf);
+	ck_assert_msg(strstr(parse_error(bad_unit, strlen(bad_unit), buf, sizeof(buf)), "'3m'") != NULL,
+		      "%s", buf);
+	ck_assert_str_eq(parse_error(alarm, strlen(alarm), buf, sizeof(buf)),
+			 "2:0: AliveInterval does not apply to Mode ALARM, which sends no ALIVE (its "
+			 "peers are heard through their refreshes)");
+	ck_assert_msg(strstr(parse_error(alive_big, strlen(alive_big), buf, sizeof(buf)), "2000") != NULL,
 		      "%s", buf);
 }
 END_TEST
@@ -1384,6 +1424,7 @@ config_suite(void)
 	tcase_add_test(tc, disable_external_cache_forces_commit_timeout_zero);
 	tcase_add_test(tc, hot_standby_parses_and_excludes_disable_external_cache);
 	tcase_add_test(tc, peer_timeout_and_health_thresholds);
+	tcase_add_test(tc, peer_timeout_takes_milliseconds_and_alive_interval_bounds_it);
 	tcase_add_test(tc, key_takes_at_most_two_absolute_paths);
 	tcase_add_test(tc, booleans_ignore_case);
 	tcase_add_test(tc, overrun_resync_takes_on_off_or_seconds);

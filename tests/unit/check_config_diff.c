@@ -33,7 +33,7 @@ static const char BASE_SYNC[] =
 	" Mode FTFW { ResendQueueSize 131072 ACKWindowSize 300 CommitTimeout 0 PurgeTimeout 60"
 	" DisableExternalCache off StartupResync off HotStandby off }\n"
 	" RefreshTime 15\n CacheTimeout 40\n"
-	" PeerTimeout 30\n"
+	" PeerTimeout 30\n AliveInterval 1000\n"
 	" Health { PeerSilentWarning 10 ResendBacklogWarning 10 ResendBacklogCritical 60 RecentErrors 300 }\n"
 	" Key /etc/k1\n"
 	" UDP { IPv4_address 10.0.0.1 IPv4_Destination_Address 10.0.0.2 Port 3780 Interface eth1"
@@ -105,11 +105,18 @@ static const struct change_case cases[] = {
 	{ "ResendQueueSize", NULL, "ResendQueueSize 131072", "ResendQueueSize 1000", CONFIG_LIVE,
 	  "131072", "1000" },
 	{ "ACKWindowSize", NULL, "ACKWindowSize 300", "ACKWindowSize 20", CONFIG_LIVE, "300", "20" },
+	{ "ConfirmQueue", NULL, "ACKWindowSize 300", "ACKWindowSize 300 ConfirmQueue 3",
+	  CONFIG_RESTART, "-1", "3" },
+	{ "ConfirmTimeout", NULL, "ACKWindowSize 300", "ACKWindowSize 300 ConfirmTimeout 20",
+	  CONFIG_LIVE, "100", "20" },
+	{ "ConfirmHeldMax", NULL, "ACKWindowSize 300", "ACKWindowSize 300 ConfirmHeldMax 8",
+	  CONFIG_LIVE, "4096", "8" },
 	{ "CommitTimeout", NULL, "CommitTimeout 0", "CommitTimeout 180", CONFIG_LIVE, "0", "180" },
 	{ "PurgeTimeout", NULL, "PurgeTimeout 60", "PurgeTimeout 5", CONFIG_LIVE, "60", "5" },
 	{ "RefreshTime", NULL, "RefreshTime 15", "RefreshTime 5", CONFIG_LIVE, "15", "5" },
 	{ "CacheTimeout", NULL, "CacheTimeout 40", "CacheTimeout 20", CONFIG_LIVE, "40", "20" },
-	{ "PeerTimeout", NULL, "PeerTimeout 30", "PeerTimeout 3", CONFIG_LIVE, "30", "3" },
+	{ "PeerTimeout", NULL, "PeerTimeout 30", "PeerTimeout 2500ms", CONFIG_LIVE, "30", "2500ms" },
+	{ "AliveInterval", NULL, "AliveInterval 1000", "AliveInterval 200", CONFIG_LIVE, "1000", "200" },
 	{ "Health PeerSilentWarning", NULL, "PeerSilentWarning 10", "PeerSilentWarning 4", CONFIG_LIVE,
 	  "10", "4" },
 	{ "Health ResendBacklogWarning", NULL, "ResendBacklogWarning 10", "ResendBacklogWarning 20",

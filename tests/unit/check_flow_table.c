@@ -277,6 +277,43 @@ START_TEST(creation_time_survives_updates_and_restarts_on_revival)
 }
 END_TEST
 
+/* The external cache's origin of a state: kept by updates and a death, 0 on insertion and revival. */
+START_TEST(origin_is_kept_beside_the_flags)
+{
+	struct flow_table *t = table_new(0, 0, 0, NULL);
+	struct flow_full ff;
+	uint32_t h, h2;
+
+	make_v4(&ff, 1);
+	h = upsert_ok(t, &ff, 100, FLOW_UPSERT_INSERTED);
+	ck_assert_uint_eq(flow_table_origin(t, h), 0);
+	flow_table_set_origin(t, h, FLOW_TABLE_ORIGIN_MAX);
+	ck_assert_uint_eq(flow_table_origin(t, h), FLOW_TABLE_ORIGIN_MAX);
+	ck_assert_uint_eq(flow_table_flags(t, h), 0);
+	flow_table_set_origin(t, h, 5);
+	ck_assert_uint_eq(flow_table_origin(t, h), 5);
+	/* Out of range: nothing changes. */
+	flow_table_set_origin(t, h, FLOW_TABLE_ORIGIN_MAX + 1);
+	ck_assert_uint_eq(flow_table_origin(t, h), 5);
+	ff.flow.timeout = 250;
+	upsert_ok(t, &ff, 150, FLOW_UPSERT_UPDATED);
+	ck_assert_uint_eq(flow_table_origin(t, h), 5);
+	ck_assert_uint_eq(flow_table_flags(t, h), FLOW_ENTRY_UPDATED);
+	make_v4(&ff, 2);
+	h2 = upsert_ok(t, &ff, 150, FLOW_UPSERT_INSERTED);
+	ck_assert_uint_eq(flow_table_origin(t, h2), 0);
+	ck_assert_int_eq(flow_table_mark_dead(t, h, 200), 0);
+	ck_assert_uint_eq(flow_table_origin(t, h), 5);
+	ck_assert_uint_eq(flow_table_flags(t, h), FLOW_ENTRY_UPDATED | FLOW_ENTRY_DEAD);
+	make_v4(&ff, 1);
+	upsert_ok(t, &ff, 300, FLOW_UPSERT_REVIVED);
+	ck_assert_uint_eq(flow_table_origin(t, h), 0);
+	ck_assert_uint_eq(flow_table_origin(t, 0), 0);
+	flow_table_set_origin(t, 0, 3);
+	flow_table_free(t);
+}
+END_TEST
+
 START_TEST(invalid_handles_are_refused)
 {
 	struct flow_table *t = table_new(16, 0, 8, NULL);
@@ -1285,6 +1322,7 @@ static Suite *flow_table_suite(void)
 
 	tcase_add_test(tc, insert_lookup_update_delete);
 	tcase_add_test(tc, creation_time_survives_updates_and_restarts_on_revival);
+	tcase_add_test(tc, origin_is_kept_beside_the_flags);
 	tcase_add_test(tc, invalid_handles_are_refused);
 	tcase_add_test(tc, families_and_zones_are_distinct_keys);
 	tcase_add_test(tc, rejects_unnormalised_keys);
