@@ -26,7 +26,7 @@ AA_LAN_MAC=02:00:5e:aa:0a:fe # shared by every firewall's lan0
 AA_WAN_MAC=02:00:5e:aa:14:fe # and wan0
 AA_SHARED_LAN=198.18.10.254
 AA_SHARED_WAN=198.18.20.254
-AA_ADVERT=${AA_ADVERT:-0.3}
+AA_ADVERT=${AA_ADVERT:-0.5}
 AA_EXAMPLES=${AA_EXAMPLES:-${top_builddir:?the build directory}/examples/active-active}
 AA_SRC_EXAMPLES=${AA_SRC_EXAMPLES:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../examples/active-active" && pwd)}
 AA_HASH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/cluster_hash.py
@@ -244,8 +244,9 @@ aa_expected_clients() {
 
 # aa_start_clients LONG SECONDS: one flows.py client per client address,
 # LONG long connections each and no short ones (so that every firewall's
-# table holds a known number of states); $WORK/ADDR.json, .ready, and one
-# mark file $WORK/clients.mark for all.
+# table holds a known number of states), for SECONDS at most (aa_stop_clients
+# ends them earlier); $WORK/ADDR.json, .ready, and one mark file
+# $WORK/clients.mark for all.
 aa_start_clients() {
 	local long=$1 secs=$2 addr
 	rm -f "$WORK"/*.ready "$WORK/clients.mark"
@@ -260,6 +261,13 @@ aa_start_clients() {
 	done
 }
 declare -a AA_CLIENT_PIDS
+
+# aa_stop_clients: the clients end their run now (each prints its JSON).
+aa_stop_clients() {
+	local pid
+	for pid in "${AA_CLIENT_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	for pid in "${AA_CLIENT_PIDS[@]}"; do wait "$pid"; done
+}
 
 # aa_clients_ready: every client has all its long connections up.
 aa_clients_ready() {
@@ -311,4 +319,17 @@ while not buf.endswith(b"\n"):
         break
     buf += chunk
 sys.exit(buf != b"probe\n")' "$1" "$FO_SERVER" "$FO_PORT"
+}
+
+# aa_peer_states N ADDR: peers[].external_states of the peer ADDR in fwN's
+# -s --json (the states fwN holds from it), or "none" if it is not listed.
+aa_peer_states() {
+	"$CTSYNCD" -C "$WORK/fw$1.conf" -s --json 2>/dev/null | python3 -c '
+import json, sys
+for p in json.load(sys.stdin).get("peers", []):
+    if p.get("address") == sys.argv[1]:
+        print(p.get("external_states"))
+        break
+else:
+    print("none")' "$2"
 }
