@@ -19,3 +19,5 @@ EXTRA_DIST += tests/integration/ctload.sh tests/integration/cpuclock.sh
 EXTRA_DIST += bench/lib.sh bench/lab.py bench/session-rate.sh scripts/ctsyncd-lab doc/lab.md doc/lab-ftfw-udp.png
 # A-priori mode: connection-setup time with and without it (doc/apriori.md).
 EXTRA_DIST += bench/apriori.sh
+# The chain of failovers with 200k other states (tests/failover/chain3.sh).
+EXTRA_DIST += bench/chain3.sh

@@ -62,12 +62,12 @@ step "build with ASan+UBSan" scripts/build.sh build/asan --enable-werror --enabl
 # packaging sandbox (hardening.sh, where LeakSanitizer cannot run anyway),
 # the resource agent's script (pacemaker.sh), the text layout of 1.4.7
 # (stats_text.sh; check_compat_report renders it here) and the keepalived
-# failover (failover.sh; the daemon's paths there are those of
-# hotstandby.sh, kernel.sh and replication.sh, which run here).
+# failovers (failover.sh, chain3.sh; the daemon's paths there are those of
+# hotstandby.sh, kernel.sh, replication.sh and multinode.sh, which run here).
 asan_tests() {
 	make -s -C build/asan -f Makefile -f - print-tests <<<'print-tests: ; @echo $(TESTS)' |
 		tr ' ' '\n' |
-		grep -vE '^tests/(integration/(lab|pacemaker)|package/hardening|interop/stats_text|failover/failover)\.sh$' |
+		grep -vE '^tests/(integration/(lab|pacemaker)|package/hardening|interop/stats_text|failover/(failover|chain3))\.sh$' |
 		tr '\n' ' '
 }
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -80,6 +80,15 @@ EXTRA_DIST += tests/interop/stats_text.sh
 # server; the shipped keepalived example and hook are what runs.
 TESTS += tests/failover/failover.sh
 EXTRA_DIST += tests/failover/failover.sh tests/lib/failover.sh tests/lib/flows.py tests/lib/ftp.py
+# A chain of failovers through three firewalls in one multicast group: fw1
+# crashes, fw2 takes over, fw2 crashes, fw3 takes over, fw1 returns
+# (CHAIN_BULK=200000, the heavy variant, is bench/chain3.sh's).
+TESTS += tests/failover/chain3.sh
+EXTRA_DIST += tests/failover/chain3.sh tests/lib/chain.sh tests/lib/chain_flows.py
+# The synchronization levels (doc/sync-levels.md): none, established-only
+# and full, each with its bytes per connection and what survives a failover.
+TESTS += tests/integration/sync-levels.sh
+EXTRA_DIST += tests/integration/sync-levels.sh tests/lib/tcpstates.py
 # Live reload (SIGHUP): live options applied with caches and session kept,
 # broken files refused, restart-only options named, a key roll, --check.
 TESTS += tests/integration/reload.sh

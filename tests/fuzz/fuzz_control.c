@@ -2,8 +2,9 @@
  * fuzz_control.c - the control socket server and the daemon's request
  * handlers, fed arbitrary client bytes over a real AF_UNIX socket.
  *
- * Each input is cut into requests of up to 8 bytes (a code, then junk a
- * client might send after it); every request must be answered or dropped,
+ * Each input is cut into requests of up to 28 bytes (a code, the origin a
+ * flagged code carries, then junk a client might send after it); every
+ * request must be answered or dropped,
  * never crash, leak or hang the loop, and an answer to a request carrying
  * CTL_FLAG_STATUS must start with a valid status header.
  *
@@ -96,7 +97,8 @@ static void one_request(const uint8_t *req, size_t len)
 		len = 0;
 	if (len && send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
 		abort();
-	if (len < sizeof(code)) {
+	if (len < sizeof(code) ||
+	    ((code & CTL_FLAG_ORIGIN) && len < sizeof(code) + sizeof(struct ctl_origin))) {
 		/* An incomplete request: hang up, the server must drop it. */
 		close(fd);
 		for (int i = 0; i < 3; i++)
@@ -136,8 +138,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!loop)
 		setup_once();
 	for (size_t off = 0, n = 0; off < size && n < 16; n++) {
-		/* The first byte picks the request's length: 0..8 bytes. */
-		size_t want = data[off++] % 9;
+		/* The first byte picks the request's length: 0..28 bytes. */
+		size_t want = data[off++] % 29;
 		size_t len = size - off;
 
 		if (want < len)
