@@ -6,5 +6,6 @@ EXTRA_DIST += doc/envelope.md
 EXTRA_DIST += doc/status-json.md
 EXTRA_DIST += doc/benchmarks.md doc/benchmarks-commit.png doc/benchmarks-cpu.png
 EXTRA_DIST += doc/packaging.md
+EXTRA_DIST += doc/clusters.md
 EXTRA_DIST += doc/apriori.md
 EXTRA_DIST += doc/sync-levels.md

@@ -119,3 +119,8 @@ EXTRA_DIST += tests/oracle/missing.sh $(ORACLE_SRC) tests/oracle/check_oracle_ct
 # on netem where the kernel has it; bench/session-rate.sh --smoke.
 TESTS += tests/integration/lab.sh
 EXTRA_DIST += tests/integration/lab.sh
+# Active-active load sharing with 2 and 3 firewalls: the shipped nftables
+# steering, keepalived.conf and hook (examples/active-active), real TCP
+# connections through a crash.
+TESTS += tests/integration/active-active.sh
+EXTRA_DIST += tests/integration/active-active.sh tests/lib/cluster.sh tests/lib/cluster_hash.py
