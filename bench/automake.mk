@@ -19,3 +19,10 @@ EXTRA_DIST += tests/integration/ctload.sh tests/integration/cpuclock.sh
 EXTRA_DIST += bench/lib.sh bench/lab.py bench/session-rate.sh scripts/ctsyncd-lab doc/lab.md doc/lab-ftfw-udp.png
 # A-priori mode: connection-setup time with and without it (doc/apriori.md).
 EXTRA_DIST += bench/apriori.sh
+# ctlag: each state's replication lag by the kernels' start stamps, and the
+# time it crossed the sync link (bench/lag.sh); it uses the daemon's codec.
+noinst_PROGRAMS += bench/ctlag
+bench_ctlag_SOURCES = bench/ctlag.c
+bench_ctlag_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
+bench_ctlag_LDADD = $(CTSYNCD_LIBS)
+EXTRA_DIST += bench/lag.sh
