@@ -21,3 +21,10 @@ EXTRA_DIST += bench/lib.sh bench/lab.py bench/session-rate.sh scripts/ctsyncd-la
 EXTRA_DIST += bench/apriori.sh
 # The chain of failovers with 200k other states (tests/failover/chain3.sh).
 EXTRA_DIST += bench/chain3.sh
+# ctlag: each state's replication lag by the kernels' start stamps, and the
+# time it crossed the sync link (bench/lag.sh); it uses the daemon's codec.
+noinst_PROGRAMS += bench/ctlag
+bench_ctlag_SOURCES = bench/ctlag.c
+bench_ctlag_CFLAGS = $(AM_CFLAGS) $(LIBMNL_CFLAGS)
+bench_ctlag_LDADD = $(CTSYNCD_LIBS)
+EXTRA_DIST += bench/lag.sh

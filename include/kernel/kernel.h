@@ -202,15 +202,15 @@ struct kernel_events_opts {
 	unsigned iteration_limit;
 	/*
 	 * When a wake-up finds only a few events (under 16), stop watching
-	 * the socket for this many milliseconds so that the next read gets
+	 * the socket for this many microseconds so that the next read gets
 	 * many at once: fewer wake-ups and system calls per event, for at
-	 * most this much latency (the buffer must hold that many ms of
-	 * events).  0 = read as soon as anything arrives.  Measured at ~200k
-	 * events/s: 1 ms takes a listener from 2.7 to 1.2 us CPU per event.
-	 * Only while the event rate is high (50k/s over the last 10 ms):
-	 * below that each event is read at once (events.c).
+	 * most this much latency (the buffer must hold that long's events).
+	 * 0 = read as soon as anything arrives.  Measured at ~200k events/s:
+	 * 1 ms takes a listener from 2.7 to 1.2 us CPU per event.  Only
+	 * while the event rate is high (50k/s over the last 10 ms): below
+	 * that each event is read at once (events.c).
 	 */
-	unsigned coalesce_ms;
+	unsigned coalesce_us;
 };
 
 /* Where an event comes from (on_flow's `origin`). */

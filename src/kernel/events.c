@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <libmnl/libmnl.h>
 #include <linux/filter.h>
@@ -37,8 +39,10 @@
 #define EV_DEFAULT_ITERATIONS 100
 #define EV_FEW (EV_SLOTS / 4)          /* "only a few" for coalescing */
 /*
- * Coalescing trades latency (up to coalesce_ms per event) for fewer
- * wake-ups; it pays only under load.  The rate is measured over windows of
+ * Coalescing trades latency (up to coalesce_us per event) for fewer
+ * wake-ups; it pays only under load.  The delay has its own timerfd: the
+ * loop's timers count whole milliseconds, which would turn any delay
+ * into 0-2 ms.  The rate is measured over windows of
  * EV_RATE_WINDOW_MS, and the next window coalesces only if the last one saw
  * at least EV_BUSY_PER_S events a second.  At 10k events/s a wake-up per
  * event costs under 3 % of a core, and each event goes out at once.
@@ -59,12 +63,13 @@ struct kernel_events {
 	bool dispatching;
 	bool closing;
 	bool growth_warned;
-	bool coalescing;                /* unwatched until coalesce_timer fires */
+	bool coalescing;                /* unwatched until coalesce_timer or delay_fd fires */
 	bool overrun_pending;           /* ENOBUFS seen, not yet reported: still congested */
 	bool busy;                      /* the last rate window was busy: coalesce */
 	uint64_t window_start;          /* ms, loop time */
 	uint64_t window_events;
-	struct loop_timer *coalesce_timer;
+	struct loop_timer *coalesce_timer;      /* "at once": after the loop served the rest */
+	int delay_fd;                           /* timerfd: coalesce_us */
 	struct kernel_events_stats st;
 	struct mmsghdr msgs[EV_SLOTS];
 	struct iovec iov[EV_SLOTS];
@@ -91,6 +96,10 @@ static void events_free(struct kernel_events *ev)
 	if (ev->watching)
 		loop_unwatch(ev->loop, ev->fd);
 	loop_timer_free(ev->coalesce_timer);
+	if (ev->delay_fd >= 0) {
+		loop_unwatch(ev->loop, ev->delay_fd);
+		close(ev->delay_fd);
+	}
 	mnl_socket_close(ev->nl);
 	free(ev->ahead);
 	free(ev->buf);
@@ -334,19 +343,28 @@ static void on_readable(struct loop *loop, int fd, unsigned events, void *arg)
 	if (ev->coalescing)
 		return;
 	count_rate(ev, got);
-	if (ev->o.coalesce_ms && ev->busy && got < EV_FEW && ev->watching) {
+	if (ev->o.coalesce_us && ev->busy && got < EV_FEW && ev->watching && ev->delay_fd >= 0) {
+		struct itimerspec its = { .it_value = { .tv_sec = ev->o.coalesce_us / 1000000u,
+							.tv_nsec = (long)(ev->o.coalesce_us % 1000000u) * 1000 } };
+
+		if (timerfd_settime(ev->delay_fd, 0, &its, NULL) < 0)
+			return;         /* no delay then: read as events come */
 		loop_unwatch(ev->loop, ev->fd);
 		ev->watching = false;
 		ev->coalescing = true;
-		loop_timer_arm(ev->coalesce_timer, ev->o.coalesce_ms);
 	}
 }
 
-static void on_coalesce_timer(struct loop *loop, struct loop_timer *t, void *arg)
+static void disarm_delay(struct kernel_events *ev)
 {
-	struct kernel_events *ev = arg;
+	struct itimerspec off = { 0 };
 
-	(void)t;
+	if (ev->delay_fd >= 0)
+		timerfd_settime(ev->delay_fd, 0, &off, NULL);
+}
+
+static void end_coalescing(struct loop *loop, struct kernel_events *ev)
+{
 	ev->coalescing = false;
 	if (loop_watch(loop, ev->fd, LOOP_READ, on_readable, ev) == 0)
 		ev->watching = true;
@@ -354,6 +372,23 @@ static void on_coalesce_timer(struct loop *loop, struct loop_timer *t, void *arg
 		log_error("netlink event socket: cannot watch it again");
 	if (ev->overrun_pending && ev->watching)
 		on_readable(loop, ev->fd, LOOP_READ, ev);
+}
+
+static void on_coalesce_timer(struct loop *loop, struct loop_timer *t, void *arg)
+{
+	(void)t;
+	end_coalescing(loop, arg);
+}
+
+static void on_delay(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct kernel_events *ev = arg;
+	uint64_t expirations;
+
+	(void)events;
+	if (read(fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations) || !ev->coalescing)
+		return;
+	end_coalescing(loop, ev);
 }
 
 struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_events_opts *o,
@@ -380,6 +415,7 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 		return NULL;
 	}
 	e = -ENOMEM;
+	ev->delay_fd = -1;
 	ev->coalesce_timer = loop_timer_new(loop, on_coalesce_timer, ev);
 	ev->nl = ev->coalesce_timer ? nl_open(groups, &e) : NULL;
 	if (!ev->nl) {
@@ -400,6 +436,17 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 		return NULL;
 	}
 	ev->o = *o;
+	if (o->coalesce_us) {
+		ev->delay_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (ev->delay_fd < 0 || (e = loop_watch(loop, ev->delay_fd, LOOP_READ, on_delay, ev)) < 0) {
+			*err = ev->delay_fd < 0 ? -errno : e;
+			if (ev->delay_fd >= 0)
+				close(ev->delay_fd);
+			ev->delay_fd = -1;
+			events_free(ev);
+			return NULL;
+		}
+	}
 	for (unsigned i = 0; i < EV_SLOTS; i++) {
 		ev->iov[i] = (struct iovec){ ev->buf + (size_t)i * EV_SLOT_SIZE, EV_SLOT_SIZE };
 		ev->msgs[i].msg_hdr = (struct msghdr){
@@ -516,6 +563,7 @@ int kernel_events_set_filter(struct kernel_events *ev, bool drop_own, const stru
 void kernel_events_pause(struct kernel_events *ev)
 {
 	loop_timer_disarm(ev->coalesce_timer);
+	disarm_delay(ev);
 	ev->coalescing = false;
 	if (ev->watching) {
 		loop_unwatch(ev->loop, ev->fd);
@@ -528,6 +576,7 @@ int kernel_events_resume(struct kernel_events *ev)
 	int err;
 
 	loop_timer_disarm(ev->coalesce_timer);
+	disarm_delay(ev);
 	ev->coalescing = false;
 	if (ev->watching || ev->closing)
 		return 0;

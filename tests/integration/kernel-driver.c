@@ -922,7 +922,7 @@ static int cmd_listen(uint64_t n, unsigned secs, unsigned coalesce_ms)
 							.prefetch = ev_on_prefetch };
 	const struct kernel_events_cb *cb = coalesce_ms ? &hinted : &plain;
 	struct kernel_events_opts o = { .rcvbuf = 64u << 20, .rcvbuf_max = 256u << 20,
-					.coalesce_ms = coalesce_ms };
+					.coalesce_us = coalesce_ms * 1000u };
 	struct ev_ctx c = { .limit = n };
 	double cpu0;
 	int err;
