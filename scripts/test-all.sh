@@ -61,13 +61,14 @@ step "build with ASan+UBSan" scripts/build.sh build/asan --enable-werror --enabl
 # memory, to keep the suite under 20 minutes: the lab tools (lab.sh), the
 # packaging sandbox (hardening.sh, where LeakSanitizer cannot run anyway),
 # the resource agent's script (pacemaker.sh), the text layout of 1.4.7
-# (stats_text.sh; check_compat_report renders it here) and the keepalived
-# failovers (failover.sh, chain3.sh; the daemon's paths there are those of
-# hotstandby.sh, kernel.sh, replication.sh and multinode.sh, which run here).
+# (stats_text.sh; check_compat_report renders it here), the keepalived
+# failovers and cluster topologies (failover.sh, chain3.sh, active-active.sh,
+# sync-levels.sh; the daemon's paths there are those of hotstandby.sh,
+# kernel.sh, replication.sh, multinode.sh and filter.sh, which run here).
 asan_tests() {
 	make -s -C build/asan -f Makefile -f - print-tests <<<'print-tests: ; @echo $(TESTS)' |
 		tr ' ' '\n' |
-		grep -vE '^tests/(integration/(lab|pacemaker)|package/hardening|interop/stats_text|failover/(failover|chain3))\.sh$' |
+		grep -vE '^tests/(integration/(lab|pacemaker|active-active|sync-levels)|package/hardening|interop/stats_text|failover/(failover|chain3))\.sh$' |
 		tr '\n' ' '
 }
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -123,7 +124,7 @@ package() {
 }
 package >build/package.out 2>&1 &
 package_pid=$!
-step "libFuzzer runs" scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+step "libFuzzer runs" scripts/fuzz.sh "${FUZZ_SECONDS:-12}"
 package_done() {
 	local rc=0
 	wait "$package_pid" || rc=1

@@ -2,7 +2,8 @@
 # Convergence under loss, at scale, over every link kind: two ctsyncd in FTFW
 # over UDP, multicast and TCP, each over IPv4 and IPv6, with 0, 5, 20 and 50 %
 # of the sync traffic dropped at random both ways (nftables; no netem here).
-# For each: N states (100k by default) created on A all reach B's external
+# For each: N states (50k by default; bench/compare.sh --phases loss runs
+# 100k and more) created on A all reach B's external
 # cache, then an update of every one of them does, then deleting them all
 # does; at the end of each kind B's external cache equals A's internal cache
 # line by line.  Prints the time each phase took, from the start of the load
@@ -26,7 +27,7 @@ if [[ ${SUITE_SCALE:-} == small ]]; then
 	N=${LOSS_STATES:-20000}
 	KINDS=${LOSS_KINDS:-UDP/4 Multicast/6 TCP/4}
 else
-	N=${LOSS_STATES:-100000}
+	N=${LOSS_STATES:-50000}
 	KINDS=${LOSS_KINDS:-UDP/4 UDP/6 Multicast/4 Multicast/6 TCP/4 TCP/6}
 fi
 RATES=${LOSS_RATES:-0 5 20 50}
