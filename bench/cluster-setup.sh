@@ -15,6 +15,8 @@
 #   apriori     ctsyncd, ACKWindowSize 1 on every node and ConfirmQueue on the
 #               firewall (doc/apriori.md): the SYN-ACK waits until every
 #               other node has acknowledged the connection's state
+#   listener    not in the default: no daemon, only `conntrack -E` reading
+#               FW's events (what any event listener costs the packet path)
 #
 # It prints the median and 99th percentile of the setup time, the ratios
 # against conntrackd of the same repetition, the daemons' CPU and the sync
@@ -28,7 +30,8 @@
 #                               [--scheduler rr|default] [--build DIR] [--out DIR]
 #
 #   --sizes    cluster sizes, the firewall included, each 2..16 (default 3,6,9)
-#   --kinds    a subset of the kinds above, comma-separated (default all)
+#   --kinds    a subset of the kinds above, comma-separated (default all
+#              but listener)
 #   --count N  measured connections per trial, 10..100000 (default 2000)
 #   --warm N   connections before them, not measured, 0..10000 (default 200)
 #   --repeat K repetitions, 1..50 (default 3; the kinds and the sizes
@@ -47,9 +50,9 @@ BENCH_NAME=cluster-setup
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$HERE/lib.sh"
 
-ALL_KINDS=(none conntrackd async async-ack1 apriori)
+ALL_KINDS=(none conntrackd async async-ack1 apriori listener)
 SIZES=3,6,9
-KINDS=$(IFS=,; echo "${ALL_KINDS[*]}")
+KINDS=none,conntrackd,async,async-ack1,apriori
 COUNT=2000
 WARM=200
 REPEAT=3
@@ -343,7 +346,7 @@ $sched_line
 CONF
 }
 for k in "${KIND_LIST[@]}"; do
-	[[ $k == none ]] && continue
+	[[ $k == none || $k == listener ]] && continue
 	for ((i = 1; i <= MAXN; i++)); do write_conf "$k" "$i"; done
 	if [[ $k != conntrackd ]]; then
 		"$CTSYNCD" -C "$(conf "$k" 1)" --check >/dev/null 2>>"$LOG" ||
@@ -434,7 +437,12 @@ run_one() { # run_one KIND SIZE REP
 	row "$k" "$n" "$rep" loadavg "$(cut -d' ' -f1 /proc/loadavg)" 1min
 	PIDS=()
 	for ((i = 1; i <= n; i++)); do ip netns exec "${NODE_NS[$i]}" conntrack -F >/dev/null 2>&1; done
-	if [[ $k != none ]]; then
+	if [[ $k == listener ]]; then
+		ip netns exec "$NS_FW" conntrack -E >/dev/null 2>&1 &
+		PIDS[1]=$!
+		echo "${PIDS[1]}" >>"$OUT/.pids"
+		sleep 0.5
+	elif [[ $k != none ]]; then
 		if [[ $k == apriori ]]; then queue_rule_on || { note "cannot load the queue rule"; return; }; fi
 		# the others first: the firewall's first messages then find them
 		for ((i = n; i >= 1; i--)); do start_daemon "$k" "$i" || { ok=0; break; }; done
@@ -477,7 +485,7 @@ PY
 			row "$k" "$n" "$rep" cpu_fw "$(calc "1e6 * ($cpu_fw1 - $cpu_fw0) / $conns")" us_per_connection
 			row "$k" "$n" "$rep" cpu_others "$(calc "1e6 * ($cpu_ot1 - $cpu_ot0) / $conns")" us_per_connection
 		fi
-		if [[ $k != none ]]; then
+		if [[ $k != none && $k != listener ]]; then
 			# did the cluster keep up?  The last node's external cache holds every
 			# connection of FW's table (flushed before the trial; a few of the
 			# client's connections may reuse a 4-tuple, which ends the old
@@ -504,7 +512,7 @@ PY
 					/Packets lost:/ { printf "%s,%s,%s,n%d_seq_lost,%s,count\n", k, n, r, i, $NF }
 					/Packets before:/ { printf "%s,%s,%s,n%d_seq_before,%s,count\n", k, n, r, i, $NF }' >>"$CSV"
 			done
-		elif [[ $k != none ]]; then
+		elif [[ $k != none && $k != listener ]]; then
 			for i in 1 2; do
 				{ echo "== $k size=$n rep=$rep node $i"; ctl "$k" "$i" -s --json; echo; } >>"$OUT/stats.log"
 			done
