@@ -17,8 +17,9 @@ TESTS += tests/integration/ctload.sh tests/integration/cpuclock.sh
 EXTRA_DIST += tests/integration/ctload.sh tests/integration/cpuclock.sh
 # The loss experiments tool (doc/lab.md) and the shell pieces the harnesses share.
 EXTRA_DIST += bench/lib.sh bench/lab.py bench/session-rate.sh scripts/ctsyncd-lab doc/lab.md doc/lab-ftfw-udp.png
-# A-priori mode: connection-setup time with and without it (doc/apriori.md).
-EXTRA_DIST += bench/apriori.sh
+# A-priori mode: connection-setup time with and without it (doc/apriori.md),
+# and by cluster size against conntrackd (doc/benchmarks.md).
+EXTRA_DIST += bench/apriori.sh bench/cluster-setup.sh
 # The chain of failovers with 200k other states (tests/failover/chain3.sh).
 EXTRA_DIST += bench/chain3.sh
 # ctlag: each state's replication lag by the kernels' start stamps, and the
