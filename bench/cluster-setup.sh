@@ -27,7 +27,7 @@
 #
 # Usage: bench/cluster-setup.sh [--sizes 3,6,9] [--kinds LIST] [--count N]
 #                               [--warm N] [--repeat K] [--gap US]
-#                               [--scheduler rr|default] [--build DIR] [--out DIR]
+#                               [--scheduler rr|default] [--pin] [--build DIR] [--out DIR]
 #
 #   --sizes    cluster sizes, the firewall included, each 2..16 (default 3,6,9)
 #   --kinds    a subset of the kinds above, comma-separated (default all
@@ -40,6 +40,11 @@
 #   --scheduler rr: every configuration says Scheduler { Type RR Priority
 #              99 }, as ctsyncd runs without it (default); default: no
 #              Scheduler block, conntrackd then runs at the normal policy
+#   --pin      the daemons on the last CPU, the client and the server on the
+#              first (taskset): on a machine this small the client otherwise
+#              waits for a CPU the daemons, woken by its own connection's
+#              events at real-time priority, hold; a real firewall does not
+#              host the client
 #   --build    where ctsyncd was built (default build/default)
 #   --out DIR  results (default a new /tmp/ctsyncd-cluster-setup.*)
 set -uo pipefail
@@ -58,6 +63,7 @@ WARM=200
 REPEAT=3
 GAP=0
 SCHED=rr
+PIN=0
 BUILD=""
 OUT=""
 MAX_SIZE_ALLOWED=16
@@ -73,6 +79,7 @@ while (($#)); do
 	--repeat) need "$@"; REPEAT=$2; shift ;;
 	--gap) need "$@"; GAP=$2; shift ;;
 	--scheduler) need "$@"; SCHED=$2; shift ;;
+	--pin) PIN=1 ;;
 	--build) need "$@"; BUILD=$2; shift ;;
 	--out) need "$@"; OUT=$2; shift ;;
 	-h | --help) usage 0 ;;
@@ -116,6 +123,17 @@ fi
 CONNTRACKD=$(command -v conntrackd || echo /usr/sbin/conntrackd)
 prog_of() { if [[ $1 == conntrackd ]]; then echo conntrackd; else echo ctsyncd; fi; }
 bin_of() { if [[ $1 == conntrackd ]]; then echo "$CONNTRACKD"; else echo "$CTSYNCD"; fi; }
+# --pin: where the daemons and where the client and server run
+LAST_CPU=$(($(nproc) - 1))
+if ((PIN)); then
+	((LAST_CPU > 0)) || die "--pin needs two CPUs at least"
+	command -v taskset >/dev/null || die "--pin needs taskset (util-linux)"
+	ON_DAEMON_CPU=(taskset -c "$LAST_CPU")
+	ON_CLIENT_CPU=(taskset -c 0)
+else
+	ON_DAEMON_CPU=()
+	ON_CLIENT_CPU=()
+fi
 
 OUT=${OUT:-$(mktemp -d /tmp/ctsyncd-cluster-setup.XXXXXX)}
 mkdir -p "$OUT" || die "cannot create --out '$OUT'"
@@ -292,7 +310,7 @@ for i in range(500):
     t.append((time.perf_counter() - t0) * 1e6)
 t.sort(); print("%.1f" % t[len(t) // 2] if t else "nan")
 PY
-ip netns exec "$NS_SV" python3 "$OUT/server.py" "$SERVER" "$PORT" 2>>"$LOG" &
+"${ON_CLIENT_CPU[@]}" ip netns exec "$NS_SV" python3 "$OUT/server.py" "$SERVER" "$PORT" 2>>"$LOG" &
 echo $! >>"$OUT/.pids"
 ip netns exec "${NODE_NS[2]}" python3 "$OUT/rtt.py" echo "$SYNC_NET.2" 2>>"$LOG" &
 echo $! >>"$OUT/.pids"
@@ -362,7 +380,8 @@ ctl() { # ctl KIND NODE ARGS...: the daemon's own client
 start_daemon() { # start_daemon KIND NODE: sets PIDS[NODE]
 	local k=$1 i=$2 pid="" t
 	rm -f "$OUT/$k-n$i.lock" "$OUT/$k-n$i.ctl"
-	ip netns exec "${NODE_NS[$i]}" "$(bin_of "$k")" -C "$(conf "$k" "$i")" -d >>"$OUT/$k-n$i.stdout" 2>&1 ||
+	"${ON_DAEMON_CPU[@]}" ip netns exec "${NODE_NS[$i]}" "$(bin_of "$k")" -C "$(conf "$k" "$i")" -d \
+		>>"$OUT/$k-n$i.stdout" 2>&1 ||
 		{ note "$k on node $i did not start (see $OUT/$k-n$i.log)"; return 1; }
 	for ((t = 0; t < 100; t++)); do
 		pid=$(bench_daemon_pid "$OUT/$k-n$i.lock" "$(prog_of "$k")" "${NODE_NS[$i]}") && break
@@ -461,7 +480,8 @@ run_one() { # run_one KIND SIZE REP
 			cpu_fw0=$(cpu_s "${PIDS[1]}")
 			for ((i = 2; i <= n; i++)); do cpu_ot0=$(calc "$cpu_ot0 + $(cpu_s "${PIDS[$i]}")"); done
 		fi
-		js=$(ip netns exec "$NS_CL" timeout 600 python3 "$OUT/client.py" "$SERVER" "$PORT" "$COUNT" "$WARM" "$GAP" 2>>"$LOG")
+		js=$("${ON_CLIENT_CPU[@]}" ip netns exec "$NS_CL" timeout 600 python3 "$OUT/client.py" "$SERVER" "$PORT" \
+			"$COUNT" "$WARM" "$GAP" 2>>"$LOG")
 		if ((${#PIDS[@]})); then
 			cpu_fw1=$(cpu_s "${PIDS[1]}")
 			for ((i = 2; i <= n; i++)); do cpu_ot1=$(calc "$cpu_ot1 + $(cpu_s "${PIDS[$i]}")"); done
