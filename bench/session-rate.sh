@@ -14,10 +14,12 @@
 #   ctsyncd-keyed-hs  both
 #   conntrackd-noext  conntrackd 1.4.7 with DisableExternalCache on (its way
 #                     of writing received states straight into the backup's kernel)
+#   listener          not in the default: `conntrack -E` alone reading the
+#                     firewall's events, what any event reader costs it
 #
 # Usage: bench/session-rate.sh [--smoke] [--seconds T] [--sizes 64,4096,65536]
 #                              [--repeat K] [--concurrency C] [--kinds LIST]
-#                              [--build DIR] [--out DIR]
+#                              [--pin] [--build DIR] [--out DIR]
 #
 #   --smoke        1 s per kind, one size, the four kinds without the mirror,
 #                  no repetition: checks that it works (< 30 s), measures nothing
@@ -26,6 +28,10 @@
 #   --repeat K     repetitions (default 3; the kinds alternate their order)
 #   --concurrency  sessions open at once (default 32)
 #   --kinds        a subset of the kinds above (default all)
+#   --pin          the daemons on the last CPU, the load generator and the
+#                  server on the first (taskset): what the daemons take from
+#                  a firewall whose CPUs forward, not from a load generator
+#                  that a firewall does not host
 #   --build DIR    ctsyncd and bench/sessload (default build/default)
 #   --out DIR      results (default a new /tmp/ctsyncd-session-rate.*)
 set -uo pipefail
@@ -36,6 +42,7 @@ BENCH_NAME=session-rate
 . "$HERE/lib.sh"
 
 SMOKE=0
+PIN=0
 SECONDS_RUN=5
 SIZES=64,4096,65536
 REPEAT=3
@@ -43,12 +50,13 @@ CONC=32
 KINDS=none,conntrackd,ctsyncd,ctsyncd-keyed,ctsyncd-hs,ctsyncd-keyed-hs,conntrackd-noext
 BUILD=""
 OUT=""
-ALL_KINDS=" none conntrackd ctsyncd ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext "
+ALL_KINDS=" none conntrackd ctsyncd ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext listener "
 die() { echo "session-rate: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
 	case $1 in
 	--smoke) SMOKE=1 ;;
+	--pin) PIN=1 ;;
 	--seconds) SECONDS_RUN=${2:?--seconds needs a number}; shift ;;
 	--sizes) SIZES=${2:?--sizes needs a list}; shift ;;
 	--repeat) REPEAT=${2:?--repeat needs a number}; shift ;;
@@ -78,6 +86,14 @@ for k in "${KIND_LIST[@]}"; do [[ $ALL_KINDS == *" $k "* ]] || die "unknown kind
 BUILD=${BUILD:-$TOP/build/default}
 CTSYNCD=$BUILD/ctsyncd
 SESSLOAD=$BUILD/bench/sessload
+# --pin: where the daemons, and where the load generator and the server, run
+ON_DAEMON_CPU=() ON_LOAD_CPU=()
+if ((PIN)); then
+	(($(nproc) > 1)) || die "--pin needs two CPUs at least"
+	command -v taskset >/dev/null || die "--pin needs taskset (util-linux)"
+	ON_DAEMON_CPU=(taskset -c "$(($(nproc) - 1))")
+	ON_LOAD_CPU=(taskset -c 0)
+fi
 [[ -x $CTSYNCD && -x $SESSLOAD ]] || die "$CTSYNCD or $SESSLOAD is missing (scripts/build.sh $BUILD)"
 if [[ $KINDS == *conntrackd* ]]; then bench_need_pkg conntrackd || die "cannot install conntrackd"; fi
 CONNTRACKD=$(command -v conntrackd || echo /usr/sbin/conntrackd)
@@ -151,7 +167,7 @@ NFT
 MAX_PATH=/proc/sys/net/netfilter/nf_conntrack_max
 (($(cat "$MAX_PATH") >= 262144)) || echo 262144 >"$MAX_PATH"
 
-ip netns exec "$NS_S" "$SESSLOAD" serve "$SERVER" "$PORT" 2>>"$LOG" &
+"${ON_LOAD_CPU[@]}" ip netns exec "$NS_S" "$SESSLOAD" serve "$SERVER" "$PORT" 2>>"$LOG" &
 echo $! >>"$OUT/.pids"
 sleep 0.3
 
@@ -198,7 +214,7 @@ General {
 CONF
 }
 for k in "${KIND_LIST[@]}"; do
-	[[ $k == none ]] && continue
+	[[ $k == none || $k == listener ]] && continue
 	write_conf "$k" F
 	write_conf "$k" B
 	if [[ $(prog_of "$k") == ctsyncd ]]; then
@@ -209,7 +225,8 @@ nsof() { if [[ $1 == F ]]; then echo "$NS_F"; else echo "$NS_B"; fi; }
 start_daemon() {   # start_daemon KIND SIDE: sets PID_<SIDE>
 	local k=$1 s=$2 pid="" i
 	rm -f "$OUT/$k-$s.lock" "$OUT/$k-$s.ctl"
-	ip netns exec "$(nsof "$s")" "$(bin_of "$k")" -C "$(conf "$k" "$s")" -d >>"$OUT/$k-$s.stdout" 2>&1 ||
+	"${ON_DAEMON_CPU[@]}" ip netns exec "$(nsof "$s")" "$(bin_of "$k")" -C "$(conf "$k" "$s")" -d \
+		>>"$OUT/$k-$s.stdout" 2>&1 ||
 		{ note "$k on $s did not start (see $OUT/$k-$s.log)"; return 1; }
 	for ((i = 0; i < 100; i++)); do
 		pid=$(bench_daemon_pid "$OUT/$k-$s.lock" "$(prog_of "$k")" "$(nsof "$s")") && break
@@ -255,7 +272,13 @@ run_one() {
 	PID_F="" PID_B=""
 	ip netns exec "$NS_F" conntrack -F >/dev/null 2>&1
 	ip netns exec "$NS_B" conntrack -F >/dev/null 2>&1
-	if [[ $k != none ]]; then
+	if [[ $k == listener ]]; then
+		# what any reader of the firewall's events costs it: conntrack -E alone
+		"${ON_DAEMON_CPU[@]}" ip netns exec "$NS_F" conntrack -E >/dev/null 2>&1 &
+		PID_F=$! PID_B=$!
+		echo "$PID_F" >>"$OUT/.pids"
+		sleep 0.5
+	elif [[ $k != none ]]; then
 		if ! start_daemon "$k" F || ! start_daemon "$k" B; then
 			stop_daemons
 			return
@@ -264,12 +287,12 @@ run_one() {
 		# keepalive do that before the measurement
 		[[ $k == *keyed* ]] && sleep 1.5
 	fi
-	((WARM)) && ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$WARM" 198.18.42 "$NSRC" >/dev/null 2>>"$LOG"
+	((WARM)) && "${ON_LOAD_CPU[@]}" ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$WARM" 198.18.42 "$NSRC" >/dev/null 2>>"$LOG"
 	inv0=$(ip netns exec "$NS_F" nft list counter inet fw invalid | awk '/packets/ { print $2 }')
 	syn0=$(nstat_of "$NS_C" TcpExtTCPSynRetrans) ld0=$(nstat_of "$NS_S" TcpExtListenDrops)
 	rt0=$(($(nstat_of "$NS_C" TcpRetransSegs) + $(nstat_of "$NS_S" TcpRetransSegs)))
 	[[ -n ${PID_F:-} ]] && cF0=$(cpu_s "$PID_F") cB0=$(cpu_s "$PID_B")
-	js=$(ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$SECONDS_RUN" 198.18.42 "$NSRC" 2>>"$LOG")
+	js=$("${ON_LOAD_CPU[@]}" ip netns exec "$NS_C" "$SESSLOAD" run "$SERVER" "$PORT" "$size" "$CONC" "$SECONDS_RUN" 198.18.42 "$NSRC" 2>>"$LOG")
 	[[ -n ${PID_F:-} ]] && cF1=$(cpu_s "$PID_F") cB1=$(cpu_s "$PID_B")
 	inv1=$(ip netns exec "$NS_F" nft list counter inet fw invalid | awk '/packets/ { print $2 }')
 	syn1=$(nstat_of "$NS_C" TcpExtTCPSynRetrans) ld1=$(nstat_of "$NS_S" TcpExtListenDrops)
