@@ -2393,6 +2393,14 @@ START_TEST(flapping_peer_gets_a_longer_timeout)
 	}
 	EXPECT_EQ("no further down", 2, peer_stats(0).downs);
 	EXPECT_EQ("restored", 300, peer_stats(0).timeout_ms);
+	/* A new process (a new sequence space, HELLO) was dead, not stalled: no flap. */
+	h_advance(301);
+	REQUIRE(peer_stats(0).lost, "down again");
+	h_advance(200);
+	feed_data(WIRE_F_HELLO, 900000, 1, 1);
+	REQUIRE(!peer_stats(0).lost, "back as a new process");
+	EXPECT_EQ("not damped", 300, peer_stats(0).timeout_ms);
+	EXPECT_EQ("still two flaps", 2, stats().peer_flaps);
 	h_teardown();
 }
 END_TEST
