@@ -202,6 +202,7 @@ struct cache {
 	/* mark and sweep of the external cache after a peer's restart (remote.c) */
 	bool sweep_marked;
 	uint32_t sweep_origins;           /* bit o: origin o is marked */
+	uint32_t sweep_resent;            /* bit o: origin o has sent a state since its mark */
 	uint32_t sweep_before_s[CACHE_ORIGIN_MAX + 1]; /* its entries last stored before this second are stale */
 	uint32_t sweep_cursor;
 	uint64_t sweep_removed;

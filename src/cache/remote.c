@@ -68,6 +68,8 @@ static int store_remote(struct cache *c, uint8_t type, const struct flow_full *f
 		}
 		/* The state is the last sender's: it forwards the flow now. */
 		flow_table_set_origin(c->external, handle, origin);
+		if (origin <= CACHE_ORIGIN_MAX)
+			c->sweep_resent |= (c->sweep_origins & 1u << origin);
 		if (type == WIRE_T_CT_NEW)
 			c->n.remote_new++;
 		else
@@ -152,8 +154,12 @@ void cache_inject_error(struct cache *c, enum kernel_op op, uint64_t cookie, int
  * hear it.  The mark is the time (whole seconds) before which an entry of
  * that origin was last stored; the resend stores every live entry anew.
  * Each origin has its own mark, so in a group the restart of one peer
- * never removes the states another, live peer owns.  The sweep runs in
- * slices from a loop timer, never in one stall.
+ * never removes the states another, live peer owns.  And only an origin
+ * that has sent a state since its mark is swept: a restart that nothing
+ * follows (one forged datagram in the name of a dead primary, whose
+ * states the takeover needs) removes nothing; the price is that a real
+ * restart with an empty table leaves our copies until they are flushed.
+ * The sweep runs in slices from a loop timer, never in one stall.
  */
 #define SWEEP_VISIT 16384u
 #define SWEEP_PERIOD_MS 10u
@@ -169,6 +175,7 @@ void cache_external_mark(struct cache *c, unsigned origin)
 	 * of the mark stays, never one sent again after it.)
 	 */
 	c->sweep_origins |= 1u << origin;
+	c->sweep_resent &= ~(1u << origin);
 	c->sweep_before_s[origin] = cache_now_s(c);
 	c->sweep_marked = true;
 	c->sweep_cursor = 0;
@@ -194,11 +201,11 @@ static void on_sweep_timer(struct loop *loop, struct loop_timer *timer, void *ar
 				   "removed, %u kept", (unsigned long long)c->sweep_removed,
 				   flow_table_count(c->external));
 			c->sweep_marked = false;
-			c->sweep_origins = 0;
+			c->sweep_origins = c->sweep_resent = 0;
 			return;
 		}
 		origin = flow_table_origin(c->external, h);
-		if ((c->sweep_origins & 1u << origin) &&
+		if ((c->sweep_origins & c->sweep_resent & 1u << origin) &&
 		    flow_table_updated(c->external, h) < c->sweep_before_s[origin]) {
 			flow_table_delete(c->external, h);
 			c->sweep_removed++;

@@ -159,4 +159,24 @@ assert d["sync"]["malformed"] == 0 and d["sync"]["datagrams_from_untracked_peers
 assert d["sync"]["states_received"] > 0, d["sync"]
 ' "$j"
 done
+
+# Node 3 dies; one forged datagram in its name says it restarted (HELLO, a
+# new sequence space).  Node 1 marks node 3's states, but node 3 sends
+# nothing again, so nothing is swept: a takeover still finds them all.
+ctl 3 -k >/dev/null
+wait_until 5 eval '! ctl 3 -s >/dev/null 2>&1'
+sleep 1
+restarts_of_3() { grep -c 'peer 198.18.3.3 restarted' "$WORK/n1.log"; }
+r0=$(restarts_of_3)
+ip netns exec "${NS[3]}" python3 -c '
+import random, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("198.18.3.3"))
+s.bind(("198.18.3.3", 0))
+s.sendto(struct.pack(">BBHI", 0x1A, 0x30, 8, random.getrandbits(32)), ("225.0.0.51", 3780))
+'
+check "the forged restart of the dead node 3 reaches node 1" wait_until 5 eval '(($(restarts_of_3) > r0))'
+sleep 4         # past PeerTimeout, the answered resync and the sweep's 2 s of quiet
+check "node 1 still holds node 3's $M states: a restart nothing followed sweeps nothing" \
+	test "$(ext_count 1 3)" -eq "$M"
 finish
