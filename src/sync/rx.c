@@ -884,7 +884,9 @@ void ftfw_rx_tick(struct ftfw *e, uint64_t now)
 	 * interval (the ALIVE timer, from a transmission at or after the
 	 * previous tick); a gap half an interval longer was a stall, and a
 	 * peer's silence counts again once we have listened for two
-	 * intervals.  (ALARM has no such timer, and its timeouts are long.)
+	 * intervals, or anyway once it has lasted twice its timeout (a loop
+	 * that is always late must still let a dead peer go).  (ALARM has no
+	 * such timer, and its timeouts are long.)
 	 */
 	if (!e->alarm && e->rx_tick_at && now > e->rx_tick_at + e->cfg.alive_ms + e->cfg.alive_ms / 2)
 		e->attentive_since = now;
@@ -896,8 +898,9 @@ void ftfw_rx_tick(struct ftfw *e, uint64_t now)
 
 		if (p->timeout_ms && !p->lost && now >= p->state_since + FLAP_CALM_MS)
 			p->timeout_ms = 0;
-		if (e->cfg.peer_timeout_ms && attentive && p->known && !p->lost &&
-		    now >= p->last_heard + ftfw_peer_timeout(e, p)) {
+		if (e->cfg.peer_timeout_ms && p->known && !p->lost &&
+		    now >= p->last_heard + ftfw_peer_timeout(e, p) &&
+		    (attentive || now >= p->last_heard + 2u * (uint64_t)ftfw_peer_timeout(e, p))) {
 			p->lost = true;
 			p->downs++;
 			p->state_since = now;
@@ -945,7 +948,8 @@ uint64_t ftfw_rx_deadline(const struct ftfw *e)
 			d = min_u64(d, p->reps[p->rep_head].due);
 		if (e->cfg.peer_timeout_ms && p->known && !p->lost)
 			d = min_u64(d, max_u64(p->last_heard + ftfw_peer_timeout(e, p),
-					       e->attentive_since + 2u * e->cfg.alive_ms));
+					       min_u64(e->attentive_since + 2u * e->cfg.alive_ms,
+						       p->last_heard + 2u * (uint64_t)ftfw_peer_timeout(e, p))));
 		if (p->timeout_ms && !p->lost)
 			d = min_u64(d, p->state_since + FLAP_CALM_MS);
 	}

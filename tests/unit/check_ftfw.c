@@ -2347,8 +2347,8 @@ START_TEST(own_stall_does_not_make_peers_down)
 	h_setup_cfg(&c, 1000);
 	feed_data(0, 500, 1, 1);
 	h_advance(500);
-	/* The loop was away for 10 s (a long kernel write): no tick in between. */
-	H.now += 10000;
+	/* The loop was away for 5 s (a long kernel write): no tick in between. */
+	H.now += 5000;
 	ftfw_tick(H.e, H.now);
 	REQUIRE(!peer_stats(0).lost, "not down at the tick that ends our stall");
 	/* What the peer sent meanwhile is read now. */
@@ -2359,6 +2359,19 @@ START_TEST(own_stall_does_not_make_peers_down)
 	/* Silent for real, while we listen: down at PeerTimeout. */
 	h_advance(600);
 	REQUIRE(peer_stats(0).lost, "down after PeerTimeout of attentive silence");
+	/* A loop that is always late still lets a dead peer go, at twice its timeout (6 s since the flap). */
+	feed_data(0, 502, 3, 1);
+	REQUIRE(!peer_stats(0).lost, "back");
+	for (unsigned i = 0; i < 5; i++) {
+		H.now += 2000;
+		ftfw_tick(H.e, H.now);
+	}
+	REQUIRE(!peer_stats(0).lost, "not down before twice its timeout");
+	for (unsigned i = 0; i < 2; i++) {
+		H.now += 2000;
+		ftfw_tick(H.e, H.now);
+	}
+	REQUIRE(peer_stats(0).lost, "down within twice PeerTimeout however late our ticks");
 	h_teardown();
 }
 END_TEST
