@@ -16,6 +16,7 @@ EXTRA_DIST += bench/README.md bench/compare.sh bench/compare-report.py
 TESTS += tests/integration/ctload.sh tests/integration/cpuclock.sh
 EXTRA_DIST += tests/integration/ctload.sh tests/integration/cpuclock.sh
 # The loss experiments tool (doc/lab.md) and the shell pieces the harnesses share.
+EXTRA_DIST += bench/evtap/build.sh bench/evtap/evtap.c bench/evtap/evtap.bpf.c
 EXTRA_DIST += bench/lib.sh bench/lab.py bench/session-rate.sh scripts/ctsyncd-lab doc/lab.md doc/lab-ftfw-udp.png
 # A-priori mode: connection-setup time with and without it (doc/apriori.md),
 # and by cluster size against conntrackd (doc/benchmarks.md).

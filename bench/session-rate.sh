@@ -12,14 +12,25 @@
 #   ctsyncd-keyed     ctsyncd with a Key in Sync (every datagram sealed)
 #   ctsyncd-hs        ctsyncd, HotStandby on: the backup mirrors into its kernel
 #   ctsyncd-keyed-hs  both
+#   ctsyncd-bpf       ctsyncd with EventSource bpf on the firewall (new states
+#                     and changes from a netfilter BPF hook, doc/bpf-events.md)
 #   conntrackd-noext  conntrackd 1.4.7 with DisableExternalCache on (its way
 #                     of writing received states straight into the backup's kernel)
 #   listener          not in the default: `conntrack -E` alone reading the
 #                     firewall's events, what any event reader costs it
+#   event-floor       not in the default: bench/evtap reading all three
+#                     ctnetlink groups every 0.5 ms, never woken by them:
+#                     the kernel's cost of the events alone, the floor of
+#                     any ctnetlink reader
+#   bpf-tap           not in the default: bench/evtap's netfilter BPF hook
+#                     (new entries and state changes through a ring buffer)
+#                     with ctnetlink's destroy group alone: what that event
+#                     path would cost a daemon (kernel >= 6.4; clang,
+#                     bpftool and libbpf-dev, installed when missing)
 #
 # Usage: bench/session-rate.sh [--smoke] [--seconds T] [--sizes 64,4096,65536]
 #                              [--repeat K] [--concurrency C] [--kinds LIST]
-#                              [--pin] [--build DIR] [--out DIR]
+#                              [--pin] [--ct-events LIST] [--build DIR] [--out DIR]
 #
 #   --smoke        1 s per kind, one size, the four kinds without the mirror,
 #                  no repetition: checks that it works (< 30 s), measures nothing
@@ -32,6 +43,9 @@
 #                  server on the first (taskset): what the daemons take from
 #                  a firewall whose CPUs forward, not from a load generator
 #                  that a firewall does not host
+#   --ct-events LIST  the firewall's policy sets `ct event set LIST` on new
+#                  connections (e.g. new,assured,destroy): the kernel then
+#                  builds only those events for every reader
 #   --build DIR    ctsyncd and bench/sessload (default build/default)
 #   --out DIR      results (default a new /tmp/ctsyncd-session-rate.*)
 set -uo pipefail
@@ -50,7 +64,8 @@ CONC=32
 KINDS=none,conntrackd,ctsyncd,ctsyncd-keyed,ctsyncd-hs,ctsyncd-keyed-hs,conntrackd-noext
 BUILD=""
 OUT=""
-ALL_KINDS=" none conntrackd ctsyncd ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext listener "
+CT_EVENTS=""
+ALL_KINDS=" none conntrackd ctsyncd ctsyncd-bpf ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext listener event-floor bpf-tap "
 die() { echo "session-rate: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
@@ -62,6 +77,7 @@ while (($#)); do
 	--repeat) REPEAT=${2:?--repeat needs a number}; shift ;;
 	--concurrency) CONC=${2:?--concurrency needs a number}; shift ;;
 	--kinds) KINDS=${2:?--kinds needs a list}; shift ;;
+	--ct-events) CT_EVENTS=${2:?--ct-events needs a list}; shift ;;
 	--build) BUILD=${2:?--build needs a directory}; shift ;;
 	--out) OUT=${2:?--out needs a directory}; shift ;;
 	-h | --help) usage 0 ;;
@@ -81,6 +97,7 @@ for s in "${SIZE_LIST[@]}"; do [[ $s =~ ^[0-9]+$ ]] || die "bad size '$s' in --s
 IFS=, read -r -a KIND_LIST <<<"$KINDS"
 ((${#KIND_LIST[@]})) || die "--kinds names no kind"
 for k in "${KIND_LIST[@]}"; do [[ $ALL_KINDS == *" $k "* ]] || die "unknown kind '$k' in --kinds ($ALL_KINDS)"; done
+[[ -z $CT_EVENTS || $CT_EVENTS =~ ^[a-z]+(,[a-z]+)*$ ]] || die "--ct-events wants a list like new,assured,destroy, not '$CT_EVENTS'"
 [[ $(id -u) -eq 0 ]] || die "must run as root (namespaces, conntrack, nftables)"
 
 BUILD=${BUILD:-$TOP/build/default}
@@ -105,6 +122,11 @@ mkdir -p "$OUT" || die "cannot create $OUT"
 OUT=$(cd "$OUT" && pwd)
 CSV=$OUT/results.csv
 LOG=$OUT/run.log
+EVTAP=$OUT/evtap/evtap
+if [[ $KINDS == *event-floor* || $KINDS == *bpf-tap* ]]; then
+	for pkg in clang bpftool libbpf-dev; do bench_need_pkg "$pkg" || die "cannot install $pkg (for bench/evtap)"; done
+	"$HERE/evtap/build.sh" "$OUT/evtap" || die "cannot build bench/evtap"
+fi
 : >"$LOG"
 : >"$OUT/.pids"
 T_START=$(date +%s)
@@ -153,13 +175,15 @@ for ns in "$NS_F" "$NS_B"; do
 	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.netfilter.nf_conntrack_tcp_loose=0 \
 		net.netfilter.nf_conntrack_tcp_timeout_time_wait=1 || die "cannot set the sysctls of $ns"
 done
+CT_EVENT_RULE=""
+[[ -n $CT_EVENTS ]] && CT_EVENT_RULE=$'\n\t\tct state new ct event set '"$CT_EVENTS"
 ip netns exec "$NS_F" nft -f - <<NFT || die "cannot load the firewall's policy"
 table inet fw {
 	counter invalid { }
 	chain forward {
 		type filter hook forward priority 0; policy drop;
 		ct state established,related accept
-		ct state invalid counter name "invalid" drop
+		ct state invalid counter name "invalid" drop$CT_EVENT_RULE
 		iifname "lan" oifname "wan" ip daddr $SERVER tcp dport $PORT tcp flags & (syn | ack) == syn ct state new accept
 	}
 }
@@ -182,11 +206,13 @@ if [[ $KINDS == *keyed* ]]; then
 fi
 conf() { echo "$OUT/$1-$2.conf"; }
 write_conf() {   # write_conf KIND SIDE
-	local k=$1 s=$2 me peer dev mode_opts="" key_line=""
+	local k=$1 s=$2 me peer dev mode_opts="" key_line="" source_line=""
 	if [[ $s == F ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
 	[[ $k == *-hs ]] && mode_opts="HotStandby on"
 	[[ $k == conntrackd-noext ]] && mode_opts="DisableExternalCache on"
 	[[ $k == *keyed* ]] && key_line=$'\n\tKey '"$KEY"
+	# ctsyncd only: conntrackd rejects the option
+	[[ $k == *-bpf ]] && source_line=$'\n\tEventSource bpf'
 	cat >"$(conf "$k" "$s")" <<CONF
 # bench/session-rate.sh: $k, $s
 Sync {
@@ -206,7 +232,7 @@ General {
 	HashLimit 524288
 	NetlinkBufferSize 2097152
 	NetlinkBufferSizeMaxGrowth 134217728
-	NetlinkOverrunResync 2
+	NetlinkOverrunResync 2${source_line}
 	LogFile $OUT/$k-$s.log
 	LockFile $OUT/$k-$s.lock
 	UNIX { Path $OUT/$k-$s.ctl }
@@ -278,6 +304,15 @@ run_one() {
 		PID_F=$! PID_B=$!
 		echo "$PID_F" >>"$OUT/.pids"
 		sleep 0.5
+	elif [[ $k == event-floor || $k == bpf-tap ]]; then
+		local tap=(ctnetlink)
+		[[ $k == bpf-tap ]] && tap=(bpf --object "$OUT/evtap/evtap.bpf.o")
+		rm -f "$OUT/evtap-$k.json"
+		"${ON_DAEMON_CPU[@]}" ip netns exec "$NS_F" "$EVTAP" "${tap[@]}" --stats "$OUT/evtap-$k.json" 2>>"$LOG" &
+		PID_F=$! PID_B=$!
+		echo "$PID_F" >>"$OUT/.pids"
+		sleep 0.5
+		running "$PID_F" || { note "$k: evtap did not start (see $LOG)"; return; }
 	elif [[ $k != none ]]; then
 		if ! start_daemon "$k" F || ! start_daemon "$k" B; then
 			stop_daemons
@@ -319,6 +354,16 @@ PY
 		row "$k" "$size" "$rep" cpu_backup "$(calc "100 * ($cB1 - $cB0) / $SECONDS_RUN")" "%"
 	fi
 	stop_daemons
+	# what the tap read, warm-up included: a check that it saw the sessions
+	if [[ -s $OUT/evtap-$k.json ]]; then
+		python3 - "$OUT/evtap-$k.json" "$k" "$size" "$rep" >>"$CSV" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+k, size, rep = sys.argv[2:5]
+for key in ("new", "update", "netlink_messages", "ring_lost", "netlink_overruns"):
+    print("%s,%s,%s,tap_%s,%s,count" % (k, size, rep, key, d[key]))
+PY
+	fi
 }
 
 for ((rep = 1; rep <= REPEAT; rep++)); do

@@ -9,3 +9,4 @@ EXTRA_DIST += doc/packaging.md
 EXTRA_DIST += doc/clusters.md
 EXTRA_DIST += doc/apriori.md
 EXTRA_DIST += doc/sync-levels.md
+EXTRA_DIST += doc/bpf-events.md

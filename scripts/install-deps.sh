@@ -7,13 +7,15 @@ packages=(
 	# build
 	build-essential autoconf automake libtool pkg-config
 	libmnl-dev libsystemd-dev libsodium-dev check
+	# EventSource bpf: the BPF event tap, compiled with clang (below), loaded with libbpf
+	libbpf-dev
 	# the Debian package and its checks (tests/package/): debhelper, lintian,
 	# systemd-analyze (in systemd) for the unit, libseccomp for the test's
 	# system call filter
 	debhelper lintian systemd libseccomp-dev
 	# tests: libnetfilter_conntrack is the oracle of tests/oracle (the daemon links neither)
 	libnetfilter-conntrack-dev libnfnetlink-dev
-	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes
+	# fuzzing (libFuzzer ships with clang) and sanitizer runtimes; clang also builds the BPF tap
 	clang libclang-rt-14-dev
 	# tests: the real kernel tools, the reference peer and VRRP; PyNaCl to forge envelopes
 	iproute2 nftables conntrack conntrackd keepalived python3 procps python3-nacl
@@ -23,8 +25,8 @@ packages=(
 	# stack: the test runs the agent alone); xmllint for ocf-tester's
 	# meta-data check
 	resource-agents libxml2-utils
-	# the loss experiments tool draws its figure with gnuplot
-	gnuplot-nox
+	# the loss experiments tool draws its figure with gnuplot; bench/evtap needs bpftool
+	gnuplot-nox bpftool
 	# a-priori mode's test queues packets with iptables' NFQUEUE target
 	# where the kernel lacks nftables' queue expression (tests/integration/apriori.sh)
 	iptables

@@ -39,8 +39,8 @@ EXTRA_DIST += tests/integration/hotstandby.sh
 TESTS += tests/integration/loss.sh
 TESTS += tests/integration/redundant.sh
 EXTRA_DIST += tests/integration/redundant.sh
-TESTS += tests/integration/expect.sh tests/integration/multinode.sh tests/integration/nat.sh tests/integration/xml.sh tests/integration/stats.sh tests/integration/filter.sh tests/integration/labels.sh
-EXTRA_DIST += tests/integration/expect.sh tests/integration/multinode.sh tests/integration/nat.sh tests/integration/xml.sh tests/integration/stats.sh tests/integration/filter.sh tests/integration/labels.sh
+TESTS += tests/integration/expect.sh tests/integration/multinode.sh tests/integration/nat.sh tests/integration/bpf-events.sh tests/integration/xml.sh tests/integration/stats.sh tests/integration/filter.sh tests/integration/labels.sh
+EXTRA_DIST += tests/integration/expect.sh tests/integration/multinode.sh tests/integration/nat.sh tests/integration/bpf-events.sh tests/integration/xml.sh tests/integration/stats.sh tests/integration/filter.sh tests/integration/labels.sh
 EXTRA_DIST += tests/integration/loss.sh
 EXTRA_DIST += tests/integration/replication.sh
 # Hostile input: an attacker on the sync segment.

@@ -171,6 +171,8 @@ struct config_general {
 	int sched_priority;                 /* 0..99; default: sched_get_priority_max(policy) = 99 */
 	bool sched_priority_set;            /* Priority was written in the file */
 	bool systemd;                       /* default on */
+	/* EventSource bpf (doc/bpf-events.md); false = ctnetlink, the default */
+	bool event_bpf;
 	struct config_filter filter;
 };
 

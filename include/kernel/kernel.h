@@ -106,6 +106,18 @@ enum kernel_event {
 enum kernel_reason kernel_ct_parse(const void *msg, size_t len, struct flow_full *ff,
 				   enum kernel_event *ev);
 
+/*
+ * A record of the BPF event tap (EventSource bpf, kernel/tap_rec.h; `len`
+ * bytes) into `ff` and its kind, as kernel_ct_parse() would fill them from
+ * the event of the same change: tuples, status, mark, zone, timeout (when
+ * the record knows it), TCP state and window scales, NAT derived from the
+ * reply tuple.  A record with TAP_CT_PARTIAL lacks what its entry has
+ * beyond these (master, helper, labels...): the owner reads the entry.
+ */
+struct tap_ct;
+enum kernel_reason kernel_ct_from_tap(const struct tap_ct *r, size_t len, struct flow_full *ff,
+				      enum kernel_event *ev);
+
 /* The requests the writer and the builder know. */
 enum kernel_op {
 	KERNEL_OP_CREATE,               /* NEW, NLM_F_CREATE | NLM_F_EXCL: EEXIST if present */
@@ -211,6 +223,16 @@ struct kernel_events_opts {
 	 * that each event is read at once (events.c).
 	 */
 	unsigned coalesce_us;
+	/*
+	 * EventSource bpf (doc/bpf-events.md): new entries and their changes
+	 * come from the BPF event tap instead of ctnetlink's NEW and UPDATE
+	 * groups, destroys through the same ring.  When this kernel or build
+	 * cannot, the events come from ctnetlink as usual, with a warning and
+	 * `tap_refused` in the stats.  `tap_entries`: entries the tap
+	 * remembers (HashLimit); `rcvbuf` sizes the ring.  Set at open only.
+	 */
+	bool bpf_tap;
+	uint32_t tap_entries;
 };
 
 /* Where an event comes from (on_flow's `origin`). */
@@ -225,6 +247,11 @@ enum {
 	 * event only when they changed).
 	 */
 	KERNEL_ORIGIN_REQUEST = 1u << 1,
+	/*
+	 * From the BPF event tap, whose record lacks part of the entry
+	 * (TAP_CT_PARTIAL): the owner reads the whole entry from the kernel.
+	 */
+	KERNEL_ORIGIN_PARTIAL = 1u << 2,
 };
 
 struct kernel_events_cb {
@@ -267,6 +294,11 @@ struct kernel_events_stats {
 	uint64_t grown_early;           /* buffer doubled while half full, before an overrun */
 	uint64_t recv_calls;
 	uint32_t rcvbuf;                /* current receive buffer, bytes (as the kernel reports it) */
+	bool tap;                       /* the BPF event tap is the source (bpf_tap, and it loaded) */
+	bool tap_refused;               /* bpf_tap was asked for, and could not be had */
+	uint64_t tap_records;           /* records read from the tap's ring */
+	uint64_t tap_partial;           /* of those, TAP_CT_PARTIAL (the owner reads the entry) */
+	uint64_t tap_lost;              /* records the full ring refused (each loss resynchronises) */
 };
 
 /*

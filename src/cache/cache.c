@@ -375,6 +375,17 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
  * copied to us.  The user-space Filter still runs (it decides alone for
  * what the program passes on unclassified, and keeps the counters).
  */
+/* EventSource bpf took: the event socket's filter is the tap's. */
+static bool tap_active(struct cache *c)
+{
+	struct kernel_events_stats st;
+
+	if (!c->events)
+		return false;
+	kernel_events_get_stats(c->events, &st);
+	return st.tap;
+}
+
 static int set_kernel_filter(struct cache *c)
 {
 	static struct sock_filter prog[BPF_MAXINSNS];
@@ -417,9 +428,13 @@ int cache_start(struct cache *c)
 		 * bursts twice as long (bench/lag.sh; doc/benchmarks.md).
 		 */
 		.coalesce_us = 500,
+		.bpf_tap = cfg->general.event_bpf,
+		.tap_entries = cfg->general.hash_limit,
 	};
 	int err = 0;
 
+	if (cfg->general.event_bpf && cfg->general.poll_secs)
+		log_notice("EventSource bpf: with PollSecs no events are followed; the option has no effect");
 	if (cfg->general.filter.kernelspace && cfg->general.poll_secs)
 		log_notice("Filter From Kernelspace: with PollSecs there is no event socket; "
 			   "the Filter is applied in user space");
@@ -439,7 +454,9 @@ int cache_start(struct cache *c)
 	}
 	kernel_events_add_own(c->events, kernel_writer_portid(c->writer));
 	/* Our own writes (commit, injection) never reach us: they cannot overrun the socket. */
-	if (cfg->general.filter.kernelspace)
+	if (cfg->general.filter.kernelspace && tap_active(c))
+		log_notice("Filter From Kernelspace: with EventSource bpf the Filter is applied in user space");
+	if (cfg->general.filter.kernelspace && !tap_active(c))
 		err = set_kernel_filter(c);
 	else
 		err = kernel_events_set_filter(c->events, true, NULL, 0);
@@ -503,7 +520,9 @@ static int apply_filter(struct cache *c)
 	flow_filter_free(c->filter);
 	c->filter = f;
 	if (c->events) {
-		if (c->cfg->general.filter.kernelspace)
+		if (c->cfg->general.filter.kernelspace && tap_active(c))
+			log_notice("Filter From Kernelspace: with EventSource bpf the Filter is applied in user space");
+		else if (c->cfg->general.filter.kernelspace)
 			err = set_kernel_filter(c);
 		else if ((err = kernel_events_set_filter(c->events, true, NULL, 0)) == 0)
 			log_notice("Filter From Kernelspace: off; the Filter is applied in user space");

@@ -235,11 +235,34 @@ static void on_event_prefetch(void *arg, const struct flow_full *ff)
 	flow_table_prefetch(c->internal, flow_table_hash(c->internal, &ff->flow.orig));
 }
 
+/*
+ * EventSource bpf: the tap's record of an entry with a master, a helper,
+ * labels, sequence adjustment or synproxy, or of a protocol whose state it
+ * does not read, lacks those: the entry is read whole.  An entry already
+ * gone keeps the record (its destroy follows in the ring).
+ */
+static const struct flow_full *complete_partial(struct cache *c, const struct flow_full *ff, unsigned *origin)
+{
+	int err = 0;
+
+	if (!c->getter && !(c->getter = kernel_getter_new(&err))) {
+		log_warning("cannot read an entry back: %s", strerror(-err));
+		return ff;
+	}
+	if (kernel_get(c->getter, &ff->flow.orig, &c->reread) < 0)
+		return ff;
+	/* a reply to our request: every attribute is in it, labels too */
+	*origin |= KERNEL_ORIGIN_REQUEST;
+	return &c->reread;
+}
+
 static void on_event(void *arg, enum kernel_event ev, const struct flow_full *ff, unsigned origin)
 {
 	struct cache *c = arg;
 	uint32_t handle, hash;
 
+	if (origin & KERNEL_ORIGIN_PARTIAL)
+		ff = complete_partial(c, ff, &origin);
 	if (!flow_filter_pass_full(c->filter, ff)) {
 		c->n.events_filtered++;
 		return;

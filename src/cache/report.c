@@ -332,6 +332,15 @@ void cache_report(struct cache *c, struct report *r)
 		       "Master conntracks read again for an expectation.");
 	report_gauge(r, "netlink_buffer_bytes", ev.rcvbuf, "Receive buffer of the event socket.");
 	report_flag(r, "event_socket", c->events != NULL, "1 if the daemon listens to conntrack events.");
+	report_flag(r, "bpf_event_tap", ev.tap,
+		    "1 if new states and changes come from the BPF event tap (EventSource bpf).");
+	report_flag(r, "bpf_event_tap_refused", ev.tap_refused,
+		    "1 if EventSource bpf was asked for and the kernel or the build refused it (see the log).");
+	report_counter(r, "bpf_tap_records", ev.tap_records, "Records read from the BPF event tap's ring.");
+	report_counter(r, "bpf_tap_partial", ev.tap_partial,
+		       "Tap records of states with more than a record carries: read whole from the kernel.");
+	report_counter(r, "bpf_tap_lost", ev.tap_lost,
+		       "Tap records lost to a full ring (each loss reads the table again).");
 	report_flag(r, "loading", c->dump != NULL, "1 while the kernel table is being read.");
 	report_end(r);
 	/* What 1.4.7 calls "traffic processed": the counters of the flows destroyed (nf_conntrack_acct). */

@@ -610,6 +610,7 @@ print_general(const struct config_general *g, FILE *out)
 		fprintf(out, "\tPollSecs %u\n", g->poll_secs);
 	else
 		fprintf(out, "\t# PollSecs unset: kernel events are used\n");
+	fprintf(out, "\tEventSource %s\n", g->event_bpf ? "bpf" : "ctnetlink");
 	fprintf(out, "\tEventIterationLimit %u\n", g->event_iteration_limit);
 	if (g->nice)
 		fprintf(out, "\tNice %d\n", g->nice);

@@ -37,6 +37,7 @@ enum kind {
 	K_MS,           /* uint32_t milliseconds, shown as the file writes them */
 	K_INT,          /* int */
 	K_BOOL,
+	K_EVSRC,        /* bool: EventSource bpf or ctnetlink */
 	K_STR,          /* char array of `size` */
 	K_LOGFILE,      /* char array; "" = off */
 	K_FACILITY,     /* int syslog facility, -1 = off */
@@ -110,6 +111,8 @@ static const struct config_option_info config_option_table[] = {
 	  SEC_GENERAL, K_BOOL, OFF(general.netlink_events_reliable), 0, NULL },
 	{ "PollSecs", CONFIG_RESTART, 0, "polling and following events are set up apart at start",
 	  SEC_GENERAL, K_U32, OFF(general.poll_secs), 0, NULL },
+	{ "EventSource", CONFIG_RESTART, 0, "the BPF hook or the ctnetlink groups are set up at start",
+	  SEC_GENERAL, K_EVSRC, OFF(general.event_bpf), 0, NULL },
 	{ "EventIterationLimit", CONFIG_LIVE, CONFIG_APPLY_NETLINK | CONFIG_APPLY_LINKS, "",
 	  SEC_GENERAL, K_U32, OFF(general.event_iteration_limit), 0, NULL },
 	/* Accepted and without effect, as upstream: nothing to apply. */
@@ -360,6 +363,9 @@ static void show(const struct config *c, const struct config_option_info *opt, c
 	case K_BOOL:
 		put(&o, "%s", onoff(*(const bool *)at(c, opt)));
 		break;
+	case K_EVSRC:
+		put(&o, "%s", *(const bool *)at(c, opt) ? "bpf" : "ctnetlink");
+		break;
 	case K_STR:
 		put(&o, "%s", (const char *)at(c, opt));
 		break;
@@ -482,6 +488,7 @@ static bool equal(const struct config *a, const struct config *b, const struct c
 	case K_POLICY:
 		return *(const int *)at(a, opt) == *(const int *)at(b, opt);
 	case K_BOOL:
+	case K_EVSRC:
 		return *(const bool *)at(a, opt) == *(const bool *)at(b, opt);
 	case K_STR:
 	case K_LOGFILE:
@@ -627,6 +634,7 @@ void config_take(struct config *dst, struct config *src, const struct config_cha
 	case K_FACILITY:
 	case K_POLICY:
 	case K_BOOL:
+	case K_EVSRC:
 	case K_STR:
 	case K_LOGFILE:
 		memcpy((char *)dst + opt->offset, (const char *)src + opt->offset, opt->size);

@@ -507,6 +507,23 @@ opt_bool(struct parser *p, const struct token *kw, const struct option *opt, voi
 	return 0;
 }
 
+/* EventSource ctnetlink|bpf (doc/bpf-events.md) */
+static int
+opt_event_source(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
+{
+	struct token tok;
+
+	if (value_word(p, kw, "ctnetlink or bpf", &tok) < 0)
+		return -1;
+	if (token_is(&tok, "bpf"))
+		*(bool *)field(obj, opt) = true;
+	else if (token_is(&tok, "ctnetlink"))
+		*(bool *)field(obj, opt) = false;
+	else
+		return bad_value(p, kw, &tok, "ctnetlink or bpf");
+	return 0;
+}
+
 static int
 opt_path(struct parser *p, const struct token *kw, const struct option *opt, void *obj)
 {
@@ -976,6 +993,7 @@ static const struct option general_options[] = {
 	{ "NetlinkEventsReliable", opt_bool, G(netlink_events_reliable), 0, 0, false },
 	{ "PollSecs", opt_u32, G(poll_secs), 1, INT32_MAX, false },
 	{ "EventIterationLimit", opt_u32, G(event_iteration_limit), 1, INT32_MAX, false },
+	{ "EventSource", opt_event_source, G(event_bpf), 0, 0, false },
 	{ "Nice", opt_nice, 0, 0, 0, false },
 	{ "Scheduler", opt_scheduler, 0, 0, 0, false },
 	{ "Systemd", opt_bool, G(systemd), 0, 0, false },

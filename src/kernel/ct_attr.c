@@ -6,6 +6,7 @@
  * reads; the builder uses libmnl's bounded put functions.
  */
 #include "attr.h"
+#include "kernel/tap_rec.h"
 #include "kernel/kernel.h"
 
 #include <errno.h>
@@ -721,6 +722,76 @@ static enum kernel_reason parse_ct_attrs(const void *p, size_t len, uint8_t fami
 		f->attrs |= FLOW_A_NAT_SEQ;
 	flow_full_normalize(ff);
 	ff->counters = counters;
+	return KERNEL_OK;
+}
+
+/* A tap tuple into a flow tuple (zone left alone); ports and ICMP as tuple_to_flow() keeps them. */
+static enum kernel_reason tap_tuple_to_flow(const struct tap_tuple *t, struct flow_tuple *out, uint32_t *attrs)
+{
+	if (t->l3num != AF_INET && t->l3num != AF_INET6)
+		return KERNEL_R_FAMILY;
+	memset(out, 0, sizeof(*out));
+	memcpy(&out->src, t->src, t->l3num == AF_INET ? 4 : 16);
+	memcpy(&out->dst, t->dst, t->l3num == AF_INET ? 4 : 16);
+	out->family = (uint8_t)t->l3num;
+	out->l4proto = t->l4proto;
+	if (l4_is_icmp(t->l4proto)) {
+		const uint8_t *tc = (const uint8_t *)&t->dst_l4;
+
+		out->l4.icmp.id = t->src_l4;
+		out->l4.icmp.type = tc[0];
+		out->l4.icmp.code = tc[1];
+		if (attrs)
+			*attrs |= FLOW_A_ICMP;
+	} else if (l4_has_ports(t->l4proto)) {
+		out->l4.port.sport = t->src_l4;
+		out->l4.port.dport = t->dst_l4;
+		if (attrs)
+			*attrs |= FLOW_A_PORTS;
+	}
+	return KERNEL_OK;
+}
+
+enum kernel_reason kernel_ct_from_tap(const struct tap_ct *r, size_t len, struct flow_full *ff,
+				      enum kernel_event *ev)
+{
+	struct flow *f = &ff->flow;
+	struct flow_tuple reply;
+	enum kernel_reason why;
+
+	if (len < sizeof(*r))
+		return KERNEL_R_TRUNCATED;
+	if (r->hdr.kind != TAP_REC_NEW && r->hdr.kind != TAP_REC_UPDATE)
+		return KERNEL_R_NOT_CONNTRACK;
+	memset(f, 0, sizeof(*f));
+	memset(&ff->ext, 0, sizeof(ff->ext));
+	ff->labels.words = 0;
+	memset(&ff->counters, 0, sizeof(ff->counters));
+	if ((why = tap_tuple_to_flow(&r->tuple[0], &f->orig, &f->attrs)) != KERNEL_OK ||
+	    (why = tap_tuple_to_flow(&r->tuple[1], &reply, NULL)) != KERNEL_OK)
+		return why;
+	if (reply.family != f->orig.family || reply.l4proto != f->orig.l4proto)
+		return KERNEL_R_REPLY_MISMATCH;
+	f->status = r->status;
+	f->mark = r->mark;
+	f->attrs |= FLOW_A_STATUS | FLOW_A_MARK;
+	if (r->flags & TAP_CT_TIMEOUT) {
+		f->timeout = r->timeout_s;
+		f->attrs |= FLOW_A_TIMEOUT;
+	}
+	if (r->zone) {
+		f->orig.zone = r->zone;
+		f->attrs |= FLOW_A_ZONE;
+	}
+	if (f->orig.l4proto == IPPROTO_TCP) {
+		f->proto_state = r->tcp_state;
+		f->wscale_orig = r->wscale[0];
+		f->wscale_repl = r->wscale[1];
+		f->attrs |= FLOW_A_PROTO_STATE | FLOW_A_WSCALE;
+	}
+	derive_nat(ff, &reply);
+	flow_full_normalize(ff);
+	*ev = r->hdr.kind == TAP_REC_NEW ? KERNEL_EV_NEW : KERNEL_EV_UPDATE;
 	return KERNEL_OK;
 }
 

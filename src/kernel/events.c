@@ -31,6 +31,7 @@
 
 #include "loop/log.h"
 #include "loop/loop.h"
+#include "tap.h"
 
 /* 64 slots of 4 KiB: 256 KiB per call; a conntrack event is 200-700 bytes. */
 #define EV_SLOTS 64
@@ -71,6 +72,18 @@ struct kernel_events {
 	struct loop_timer *coalesce_timer;      /* "at once": after the loop served the rest */
 	int delay_fd;                           /* timerfd: coalesce_us */
 	struct kernel_events_stats st;
+	/*
+	 * EventSource bpf: the tap's ring replaces the socket as the source
+	 * of conntrack events (the socket keeps the expectations).  Its reads
+	 * coalesce like the socket's, on a timerfd of their own: while
+	 * records keep coming the ring is polled every coalesce_us and never
+	 * wakes us, so the forwarding CPUs pay no wake-up per event.
+	 */
+	struct kernel_tap *tap;
+	int tap_fd;
+	int tap_delay_fd;
+	bool tap_watching;
+	uint64_t tap_lost_seen;
 	struct mmsghdr msgs[EV_SLOTS];
 	struct iovec iov[EV_SLOTS];
 	struct sockaddr_nl from[EV_SLOTS];
@@ -93,6 +106,13 @@ struct kernel_events {
 
 static void events_free(struct kernel_events *ev)
 {
+	if (ev->tap_watching)
+		loop_unwatch(ev->loop, ev->tap_fd);
+	if (ev->tap_delay_fd >= 0) {
+		loop_unwatch(ev->loop, ev->tap_delay_fd);
+		close(ev->tap_delay_fd);
+	}
+	kernel_tap_close(ev->tap);
 	if (ev->watching)
 		loop_unwatch(ev->loop, ev->fd);
 	loop_timer_free(ev->coalesce_timer);
@@ -391,6 +411,165 @@ static void on_delay(struct loop *loop, int fd, unsigned events, void *arg)
 	end_coalescing(loop, ev);
 }
 
+/* ---- EventSource bpf ------------------------------------------------------------ */
+
+static void on_tap_record(void *arg, const struct tap_hdr *h, const void *body)
+{
+	struct kernel_events *ev = arg;
+	const struct tap_ct *r = (const struct tap_ct *)h;       /* when it is one: see below */
+	enum kernel_event kind;
+	enum kernel_reason why;
+
+	(void)body;
+	if (ev->closing)
+		return;
+	ev->st.tap_records++;
+	if (h->kind == TAP_REC_NETLINK) {
+		/* a DESTROY, in its place among the changes */
+		handle_buffer(ev, (const uint8_t *)(h + 1), h->len);
+		return;
+	}
+	ev->st.messages++;
+	why = kernel_ct_from_tap(r, sizeof(*h) + h->len, &ev->ff, &kind);
+	if (why != KERNEL_OK) {
+		ev->st.malformed++;
+		log_debug("tap record dropped: %s", kernel_reason_name(why));
+		if (ev->cb.on_malformed)
+			ev->cb.on_malformed(ev->arg, why);
+		return;
+	}
+	ev->st.flows++;
+	if (r->flags & TAP_CT_PARTIAL)
+		ev->st.tap_partial++;
+	ev->cb.on_flow(ev->arg, kind, &ev->ff, (r->flags & TAP_CT_PARTIAL) ? KERNEL_ORIGIN_PARTIAL : 0);
+}
+
+static void on_tap_readable(struct loop *loop, int fd, unsigned events, void *arg);
+
+/* Read the ring empty; a loss since the last read asks the owner to resynchronise. */
+static int tap_drain(struct kernel_events *ev)
+{
+	uint64_t lost;
+	int n;
+
+	ev->dispatching = true;
+	n = kernel_tap_consume(ev->tap, on_tap_record, ev);
+	ev->dispatching = false;
+	if (ev->closing)
+		return -1;
+	lost = kernel_tap_lost(ev->tap);
+	if (lost != ev->tap_lost_seen) {
+		ev->st.tap_lost += lost - ev->tap_lost_seen;
+		ev->st.overruns++;
+		log_warning("BPF event tap: %llu records lost (ring full); resynchronising",
+			    (unsigned long long)(lost - ev->tap_lost_seen));
+		ev->tap_lost_seen = lost;
+		if (ev->cb.on_overrun)
+			ev->cb.on_overrun(ev->arg, ev->st.rcvbuf);
+	}
+	return n;
+}
+
+/* Records came: poll every coalesce_us while they keep coming, unwatched. */
+static void tap_poll_later(struct kernel_events *ev)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = ev->o.coalesce_us / 1000000u,
+						.tv_nsec = (long)(ev->o.coalesce_us % 1000000u) * 1000 } };
+
+	if (ev->tap_delay_fd < 0 || timerfd_settime(ev->tap_delay_fd, 0, &its, NULL) < 0)
+		return;         /* no delay then: read as records come */
+	kernel_tap_set_polling(ev->tap, true);
+	if (ev->tap_watching) {
+		loop_unwatch(ev->loop, ev->tap_fd);
+		ev->tap_watching = false;
+	}
+}
+
+/*
+ * Back to waiting: records wake us again.  One written without a wake-up
+ * just before is still in the ring, so the ring turns readable at once.
+ */
+static void tap_rewatch(struct kernel_events *ev)
+{
+	kernel_tap_set_polling(ev->tap, false);
+	if (!ev->tap_watching && loop_watch(ev->loop, ev->tap_fd, LOOP_READ, on_tap_readable, ev) == 0)
+		ev->tap_watching = true;
+}
+
+static void on_tap_readable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct kernel_events *ev = arg;
+	int n;
+
+	(void)loop;
+	(void)fd;
+	(void)events;
+	n = tap_drain(ev);
+	if (ev->closing) {
+		events_free(ev);
+		return;
+	}
+	if (n > 0)
+		tap_poll_later(ev);
+}
+
+static void on_tap_delay(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	struct kernel_events *ev = arg;
+	uint64_t expirations;
+	int n;
+
+	(void)loop;
+	(void)events;
+	if (read(fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations))
+		return;
+	n = tap_drain(ev);
+	if (ev->closing) {
+		events_free(ev);
+		return;
+	}
+	if (n > 0)
+		tap_poll_later(ev);
+	else
+		tap_rewatch(ev);
+}
+
+/* Swap ctnetlink's NEW and UPDATE groups for the tap; false (and why, logged) if it cannot be had. */
+static bool tap_start(struct kernel_events *ev, const struct kernel_events_opts *o)
+{
+	struct kernel_tap_opts to = { .ring_bytes = o->rcvbuf ? o->rcvbuf : 4u << 20, .entries = o->tap_entries };
+	char why[256] = "";
+	int groups[2] = { NFNLGRP_CONNTRACK_NEW, NFNLGRP_CONNTRACK_UPDATE };
+
+	ev->tap = kernel_tap_open(&to, ev->fd, why, sizeof(why));
+	if (!ev->tap) {
+		ev->st.tap_refused = true;
+		log_warning("EventSource bpf: %s; following ctnetlink's events instead", why);
+		return false;
+	}
+	ev->tap_fd = kernel_tap_fd(ev->tap);
+	ev->tap_delay_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (ev->tap_delay_fd >= 0 && loop_watch(ev->loop, ev->tap_delay_fd, LOOP_READ, on_tap_delay, ev) < 0) {
+		close(ev->tap_delay_fd);
+		ev->tap_delay_fd = -1;
+	}
+	kernel_tap_set_own(ev->tap, ev->own, ev->nown);
+	if (loop_watch(ev->loop, ev->tap_fd, LOOP_READ, on_tap_readable, ev) < 0) {
+		log_warning("EventSource bpf: cannot watch the ring; following ctnetlink's events instead");
+		kernel_tap_close(ev->tap);
+		ev->tap = NULL;
+		ev->st.tap_refused = true;
+		return false;
+	}
+	ev->tap_watching = true;
+	for (unsigned i = 0; i < 2; i++)
+		setsockopt(ev->fd, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &groups[i], sizeof(groups[i]));
+	ev->st.tap = true;
+	log_notice("EventSource bpf: new entries and their changes come from a netfilter BPF hook, "
+		   "destroys through its ring (%u entries remembered)", o->tap_entries);
+	return true;
+}
+
 struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_events_opts *o,
 					 const struct kernel_events_cb *cb, void *arg, int *err)
 {
@@ -416,6 +595,8 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 	}
 	e = -ENOMEM;
 	ev->delay_fd = -1;
+	ev->tap_delay_fd = -1;
+	ev->tap_fd = -1;
 	ev->coalesce_timer = loop_timer_new(loop, on_coalesce_timer, ev);
 	ev->nl = ev->coalesce_timer ? nl_open(groups, &e) : NULL;
 	if (!ev->nl) {
@@ -472,6 +653,8 @@ struct kernel_events *kernel_events_open(struct loop *loop, const struct kernel_
 		return NULL;
 	}
 	ev->watching = true;
+	if (o->bpf_tap)
+		tap_start(ev, o);
 	*err = 0;
 	return ev;
 }
@@ -516,6 +699,8 @@ int kernel_events_add_own(struct kernel_events *ev, uint32_t portid)
 	if (ev->nown >= EV_OWN_MAX)
 		return -ENOSPC;
 	ev->own[ev->nown++] = portid;
+	if (ev->tap)
+		kernel_tap_set_own(ev->tap, ev->own, ev->nown);
 	return 0;
 }
 
@@ -525,6 +710,10 @@ int kernel_events_set_filter(struct kernel_events *ev, bool drop_own, const stru
 	struct sock_filter code[EV_OWN_MAX + 4 + BPF_MAXINSNS];
 	struct sock_fprog fprog;
 	unsigned n = 0, nown = drop_own ? ev->nown : 0;
+
+	/* The tap's filter is the socket's: it drops our own writes, and has no room for a Filter. */
+	if (ev->tap)
+		return prog ? -EOPNOTSUPP : 0;
 
 	if (!nown && !prog) {
 		int dummy = 0;  /* the kernel wants an int-sized value even here */
@@ -562,6 +751,18 @@ int kernel_events_set_filter(struct kernel_events *ev, bool drop_own, const stru
 
 void kernel_events_pause(struct kernel_events *ev)
 {
+	if (ev->tap) {
+		struct itimerspec off = { 0 };
+
+		/* paused: the records wait in the ring, and need not wake us */
+		kernel_tap_set_polling(ev->tap, true);
+		if (ev->tap_delay_fd >= 0)
+			timerfd_settime(ev->tap_delay_fd, 0, &off, NULL);
+		if (ev->tap_watching) {
+			loop_unwatch(ev->loop, ev->tap_fd);
+			ev->tap_watching = false;
+		}
+	}
 	loop_timer_disarm(ev->coalesce_timer);
 	disarm_delay(ev);
 	ev->coalescing = false;
@@ -578,6 +779,8 @@ int kernel_events_resume(struct kernel_events *ev)
 	loop_timer_disarm(ev->coalesce_timer);
 	disarm_delay(ev);
 	ev->coalescing = false;
+	if (ev->tap && !ev->closing)
+		tap_rewatch(ev);
 	if (ev->watching || ev->closing)
 		return 0;
 	if ((err = loop_watch(ev->loop, ev->fd, LOOP_READ, on_readable, ev)) < 0)

@@ -7,6 +7,8 @@
 # the SNAT adds a NAT'ed expectation, and in active mode a control stream
 # that the helper rewrites, so that A adjusts its TCP sequence numbers: B
 # must have the same adjustment (read with tests/integration/kernel-driver).
+# A destroy made on A with conntrack -D leaves B's external cache.
+# bpf-events.sh runs all of it with EventSource bpf on both sides.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
@@ -142,4 +144,26 @@ check "its data connection's related state reaches B" \
 	wait_until 10 eval '(( $(ctl B -e | grep -c "master=tcp:198.18.40.10-198.18.41.10") >= 2 ))'
 la=$(ctl_seqadj)
 check "after it, B's commit still gives the same adjustment: [$la]" wait_until 5 same_seqadj
+
+ct_in A -D -p udp --orig-port-src 40002 >/dev/null
+check "a state destroyed on A leaves B's external cache" \
+	wait_until 10 eval '! ctl B -e | grep -q "sport=40002 dport=5353"'
+check "... and the other states stay" eval 'ctl B -e | grep -q "sport=40000 dport=5001"'
+
+if [[ ${EVENT_SOURCE:-} == bpf ]]; then
+	kernel_stat() { ctl A -s --json | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["kernel"][sys.argv[1]]))' "$1"; }
+	if [[ $(kernel_stat bpf_event_tap) == 1 ]]; then
+		check "A read its states from the BPF tap ($(kernel_stat bpf_tap_records) records)" \
+			eval '(( $(kernel_stat bpf_tap_records) > 10 ))'
+		check "... the FTP states (helper, master) read whole from the kernel ($(kernel_stat bpf_tap_partial))" \
+			eval '(( $(kernel_stat bpf_tap_partial) > 0 ))'
+		# /proc/net/netlink: protocol 12 is netfilter; groups 1 and 2 (NEW, UPDATE) are bits 0 and 1
+		ct_groups() { ip netns exec "$NS_A" awk '$2 == 12 { g = or(g, strtonum("0x" $4)) } END { print and(g, 3) }' /proc/net/netlink; }
+		check "... and no socket on A is in ctnetlink's NEW or UPDATE group" eval '[[ $(ct_groups) == 0 ]]'
+	else
+		# a kernel without netfilter BPF links (before 6.4, or no BTF): the fallback
+		check "this kernel refuses the BPF tap: A says so and follows ctnetlink" \
+			eval '[[ $(kernel_stat bpf_event_tap_refused) == 1 ]] && grep -q "EventSource bpf: .*following ctnetlink" "$WORK/A.log"'
+	fi
+fi
 finish

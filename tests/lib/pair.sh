@@ -59,7 +59,8 @@ pair_segment_setup() {
 
 # pair_conf SIDE MODE [extra Sync lines] [extra General lines]: writes $WORK/SIDE.conf.
 # The link is UDP, or what LINK_KIND says: TCP or Multicast, over IPv4, or
-# IPv6 with LINK_FAMILY=6; MODE_OPTS go into the Mode block.
+# IPv6 with LINK_FAMILY=6; MODE_OPTS go into the Mode block, and
+# EVENT_SOURCE (ctnetlink or bpf; ctsyncd only) into General.
 pair_conf() {
 	local side=$1 mode=$2 sync_extra=${3:-} general_extra=${4:-} me peer dev link
 	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
@@ -89,6 +90,7 @@ General {
 	NetlinkBufferSize 2097152
 	NetlinkBufferSizeMaxGrowth 16777216
 	Scheduler { Type FIFO Priority 1 }
+	${EVENT_SOURCE:+EventSource $EVENT_SOURCE}
 	$general_extra
 }
 CONF

@@ -234,7 +234,7 @@ srcdir(void)
 
 #define GENERAL_OPTS "HashSize, HashLimit, LogFile, Syslog, LockFile, UNIX, NetlinkBufferSize, " \
 	"NetlinkBufferSizeMaxGrowth, NetlinkOverrunResync, NetlinkEventsReliable, PollSecs, " \
-	"EventIterationLimit, Nice, Scheduler, Systemd or Filter"
+	"EventIterationLimit, EventSource, Nice, Scheduler, Systemd or Filter"
 #define SYNC_OPTS "Mode, Key, PeerTimeout, AliveInterval, Health, Multicast, UDP, TCP, Options, RefreshTime, " \
 	"CacheTimeout, " \
 	"CommitTimeout or PurgeTimeout"
@@ -303,6 +303,8 @@ static const struct bad_case bad_cases[] = {
 	  "1:19: expected on, off, yes or no after Systemd, got 'maybe'" },
 	{ "rejects_poll_secs_zero", "General { PollSecs 0 }",
 	  "1:20: PollSecs '0' is out of range; expected 1..2147483647" },
+	{ "rejects_unknown_event_source", "General { EventSource ebpf }",
+	  "1:23: expected ctnetlink or bpf after EventSource, got 'ebpf'" },
 	{ "rejects_event_iteration_limit_zero", "General { EventIterationLimit 0 }",
 	  "1:31: EventIterationLimit '0' is out of range; expected 1..2147483647" },
 	{ "rejects_netlink_buffer_above_int_max", "General { NetlinkBufferSize 2147483648 }",
@@ -1327,7 +1329,7 @@ START_TEST(sample_file_documents_every_option)
 		"General", "HashSize", "HashLimit", "LogFile", "Syslog", "LockFile", "UNIX", "Path",
 		"Backlog", "NetlinkBufferSize", "SocketBufferSize", "NetlinkBufferSizeMaxGrowth",
 		"SocketBufferSizeMaxGrown", "SocketBufferSizeMaxGrowth", "NetlinkOverrunResync",
-		"NetlinkEventsReliable", "PollSecs", "EventIterationLimit", "Nice", "Scheduler",
+		"NetlinkEventsReliable", "PollSecs", "EventIterationLimit", "EventSource", "Nice", "Scheduler",
 		"Type", "Priority", "Systemd", "Filter", "From", "Userspace", "Kernelspace",
 		"Protocol", "Accept", "Ignore", "Address", "IPv4_address", "IPv6_address", "State",
 		"for TCP", "Sync", "Mode", "FTFW", "NOTRACK", "ALARM", "ResendQueueSize",

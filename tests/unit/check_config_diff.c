@@ -91,6 +91,7 @@ static const struct change_case cases[] = {
 	{ "Scheduler Type", NULL, "Type RR", "Type FIFO", CONFIG_LIVE, "RR", "FIFO" },
 	{ "Scheduler Priority", NULL, "Priority 10", "Priority 20", CONFIG_LIVE, "10", "20" },
 	{ "Systemd", NULL, "Systemd on", "Systemd off", CONFIG_RESTART, "on", "off" },
+	{ "EventSource", NULL, "Systemd on", "Systemd on EventSource bpf", CONFIG_RESTART, "ctnetlink", "bpf" },
 	{ "Filter", NULL, "Filter From Userspace", "Filter From Kernelspace", CONFIG_LIVE,
 	  "From Userspace", "From Kernelspace" },
 	{ "Filter Protocol", NULL, "Accept { TCP UDP }", "Accept { TCP }", CONFIG_LIVE,

@@ -21,6 +21,7 @@
 #include <linux/netfilter/nfnetlink_conntrack.h>
 
 #include "kernel/kernel.h"
+#include "kernel/tap_rec.h"
 
 #define BUFSZ 8192
 
@@ -1535,6 +1536,152 @@ START_TEST(build_rejects_flows_without_family)
 }
 END_TEST
 
+
+/* ---- EventSource bpf: tap records ------------------------------------------------- */
+
+static void tap_tuple(struct tap_tuple *t, const struct tup *u)
+{
+	uint8_t *tc = (uint8_t *)&t->dst_l4;
+
+	memset(t, 0, sizeof(*t));
+	ck_assert_int_eq(inet_pton(u->family, u->src, t->src), 1);
+	ck_assert_int_eq(inet_pton(u->family, u->dst, t->dst), 1);
+	t->l3num = (uint16_t)u->family;
+	t->l4proto = u->proto;
+	if (u->proto == IPPROTO_ICMP || u->proto == IPPROTO_ICMPV6) {
+		t->src_l4 = htons(u->sport);
+		tc[0] = u->type;
+		tc[1] = u->code;
+	} else if (!u->no_ports) {
+		t->src_l4 = htons(u->sport);
+		t->dst_l4 = htons(u->dport);
+	}
+}
+
+/* The record the tap writes for what ct_msg() (+ put_tcp_info) says. */
+static struct tap_ct tap_rec(uint16_t kind, const struct tup *o, const struct tup *r, uint32_t status,
+			     uint32_t timeout, uint32_t mark, uint8_t tcp_state, uint8_t ws_o, uint8_t ws_r)
+{
+	struct tap_ct c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.kind = kind;
+	c.hdr.len = sizeof(c) - sizeof(c.hdr);
+	c.status = status;
+	c.timeout_s = timeout;
+	c.flags = TAP_CT_TIMEOUT;
+	c.mark = mark;
+	c.tcp_state = tcp_state;
+	c.wscale[0] = ws_o;
+	c.wscale[1] = ws_r;
+	tap_tuple(&c.tuple[0], o);
+	tap_tuple(&c.tuple[1], r);
+	return c;
+}
+
+/* The record and the ctnetlink event of the same change give the same state. */
+static void tap_as_netlink(uint16_t kind, const struct tup *o, const struct tup *r, uint32_t status,
+			   uint32_t timeout, uint32_t mark)
+{
+	char buf[BUFSZ];
+	bool tcp = o->proto == IPPROTO_TCP;
+	struct nlmsghdr *nlh = ct_msg(buf, IPCTNL_MSG_CT_NEW, kind == TAP_REC_NEW ? NLM_F_CREATE : 0,
+				      o, r, status, timeout, mark);
+	struct tap_ct c = tap_rec(kind, o, r, status, timeout, mark, tcp ? 3 : 0, tcp ? 7 : 0, tcp ? 5 : 0);
+	struct flow_full want, got;
+	enum kernel_event ev_nl, ev_tap;
+	enum kernel_reason why;
+
+	if (tcp)
+		put_tcp_info(nlh, 3, 7, 5);
+	PARSE_OK(nlh, &want, &ev_nl);
+	why = kernel_ct_from_tap(&c, sizeof(c), &got, &ev_tap);
+	ck_assert_msg(why == KERNEL_OK, "tap record refused: %s", kernel_reason_name(why));
+	ck_assert_int_eq(ev_tap, ev_nl);
+	FLOW_EQ(&want, &got);
+}
+
+START_TEST(tap_records_read_as_their_netlink_events)
+{
+	struct tup tcp6 = { AF_INET6, "2001:db8::1", "2001:db8::2", IPPROTO_TCP, 40000, 443, 0, 0, false };
+	struct tup udp = { AF_INET, "10.0.0.1", "10.0.0.2", IPPROTO_UDP, 5353, 53, 0, 0, false };
+	struct tup icmp = { AF_INET, "10.0.0.1", "10.0.0.2", IPPROTO_ICMP, 77, 0, 8, 0, false };
+	struct tup icmp6 = { AF_INET6, "2001:db8::1", "2001:db8::2", IPPROTO_ICMPV6, 78, 0, 128, 0, false };
+	struct tup r;
+
+	r = invert(TCP4);
+	tap_as_netlink(TAP_REC_NEW, &TCP4, &r, IPS_CONFIRMED, 120, 0);
+	tap_as_netlink(TAP_REC_UPDATE, &TCP4, &r, IPS_CONFIRMED | IPS_SEEN_REPLY | IPS_ASSURED, 432000, 9);
+	r = invert(tcp6);
+	tap_as_netlink(TAP_REC_UPDATE, &tcp6, &r, IPS_CONFIRMED | IPS_SEEN_REPLY, 60, 0xffffffff);
+	r = invert(udp);
+	tap_as_netlink(TAP_REC_NEW, &udp, &r, IPS_CONFIRMED, 30, 1);
+	r = invert(icmp);
+	tap_as_netlink(TAP_REC_NEW, &icmp, &r, IPS_CONFIRMED, 30, 0);
+	r = invert(icmp6);
+	tap_as_netlink(TAP_REC_UPDATE, &icmp6, &r, IPS_CONFIRMED | IPS_SEEN_REPLY, 30, 0);
+}
+END_TEST
+
+START_TEST(tap_records_carry_nat_as_the_reply_tuple_says)
+{
+	struct tup o = { AF_INET, "10.0.0.1", "10.0.0.2", IPPROTO_UDP, 1000, 53, 0, 0, false };
+	struct tup snat = { AF_INET, "10.0.0.2", "192.168.1.1", IPPROTO_UDP, 53, 4000, 0, 0, false };
+	struct tup dnat = { AF_INET, "172.16.0.9", "10.0.0.1", IPPROTO_UDP, 5300, 1000, 0, 0, false };
+	struct tap_ct c = tap_rec(TAP_REC_NEW, &o, &snat, 0x198, 30, 0, 0, 0, 0);
+	struct flow_full got;
+	enum kernel_event ev;
+
+	tap_as_netlink(TAP_REC_NEW, &o, &snat, IPS_CONFIRMED | IPS_SRC_NAT | IPS_SRC_NAT_DONE, 30, 0);
+	tap_as_netlink(TAP_REC_UPDATE, &o, &dnat, IPS_CONFIRMED | IPS_DST_NAT | IPS_DST_NAT_DONE, 30, 0);
+	ck_assert_int_eq(kernel_ct_from_tap(&c, sizeof(c), &got, &ev), KERNEL_OK);
+	ck_assert_uint_eq(got.flow.attrs & (FLOW_A_SNAT | FLOW_A_SPAT | FLOW_A_DNAT | FLOW_A_DPAT),
+			  FLOW_A_SNAT | FLOW_A_SPAT);
+	ck_assert_uint_eq(got.ext.snat.v4, ip4("192.168.1.1"));
+	ck_assert_uint_eq(got.ext.spat, htons(4000));
+}
+END_TEST
+
+START_TEST(tap_records_say_what_they_lack)
+{
+	struct tup r = invert(TCP4);
+	struct tap_ct c = tap_rec(TAP_REC_UPDATE, &TCP4, &r, IPS_CONFIRMED, 300, 0, 3, 0, 0);
+	struct flow_full got;
+	enum kernel_event ev;
+
+	/* a kernel whose HZ the tap does not know: no timeout, rather than a wrong one */
+	c.flags &= (uint8_t)~TAP_CT_TIMEOUT;
+	ck_assert_int_eq(kernel_ct_from_tap(&c, sizeof(c), &got, &ev), KERNEL_OK);
+	ck_assert_uint_eq(got.flow.attrs & FLOW_A_TIMEOUT, 0);
+	ck_assert_uint_eq(got.flow.timeout, 0);
+	/* a zone is a key: it is kept */
+	c.zone = 7;
+	ck_assert_int_eq(kernel_ct_from_tap(&c, sizeof(c), &got, &ev), KERNEL_OK);
+	ck_assert_uint_eq(got.flow.orig.zone, 7);
+	ck_assert_uint_ne(got.flow.attrs & FLOW_A_ZONE, 0);
+}
+END_TEST
+
+START_TEST(tap_records_malformed_are_refused)
+{
+	struct tup r = invert(TCP4), udp = { AF_INET, "10.0.0.2", "10.0.0.1", IPPROTO_UDP, 80, 1234, 0, 0, false };
+	struct tap_ct c = tap_rec(TAP_REC_NEW, &TCP4, &r, IPS_CONFIRMED, 300, 0, 3, 0, 0), bad;
+	struct flow_full got;
+	enum kernel_event ev;
+
+	ck_assert_int_eq(kernel_ct_from_tap(&c, sizeof(c) - 1, &got, &ev), KERNEL_R_TRUNCATED);
+	bad = c;
+	bad.hdr.kind = TAP_REC_NETLINK;
+	ck_assert_int_eq(kernel_ct_from_tap(&bad, sizeof(bad), &got, &ev), KERNEL_R_NOT_CONNTRACK);
+	bad = c;
+	bad.tuple[0].l3num = 7;
+	ck_assert_int_eq(kernel_ct_from_tap(&bad, sizeof(bad), &got, &ev), KERNEL_R_FAMILY);
+	bad = c;
+	tap_tuple(&bad.tuple[1], &udp);
+	ck_assert_int_eq(kernel_ct_from_tap(&bad, sizeof(bad), &got, &ev), KERNEL_R_REPLY_MISMATCH);
+}
+END_TEST
+
 static Suite *kernel_attr_suite(void)
 {
 	Suite *s = suite_create("kernel_attr");
@@ -1604,6 +1751,10 @@ static Suite *kernel_attr_suite(void)
 	tcase_add_test(b, flush_has_no_attributes);
 	tcase_add_test(b, build_never_writes_past_its_capacity);
 	tcase_add_test(b, build_rejects_flows_without_family);
+	tcase_add_test(b, tap_records_read_as_their_netlink_events);
+	tcase_add_test(b, tap_records_carry_nat_as_the_reply_tuple_says);
+	tcase_add_test(b, tap_records_say_what_they_lack);
+	tcase_add_test(b, tap_records_malformed_are_refused);
 	suite_add_tcase(s, b);
 	return s;
 }

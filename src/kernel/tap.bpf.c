@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * src/kernel/tap.bpf.c - EventSource bpf: conntrack events without
+ * ctnetlink's per-event messages (doc/bpf-events.md).
+ *
+ * ctnetlink builds a message on the forwarding CPU for every new entry and
+ * every state change, for every reader; on a firewall that is most of what
+ * replication costs it (bench/session-rate.sh).  Here two programs feed one
+ * ring buffer instead:
+ *
+ * tap_packet, a netfilter hook at INPUT and POSTROUTING just before the
+ * conntrack confirmation, sees each packet's entry after conntrack (and
+ * NAT) handled it, and writes a fixed record when the entry is new or
+ * when what a backup needs of it changed: the TCP state, SEEN_REPLY,
+ * ASSURED, the NAT bits, the mark.  The last values written are kept per
+ * entry in an LRU hash keyed by the entry's address.
+ *
+ * tap_netlink, the event socket's filter, copies each ctnetlink event the
+ * socket is subscribed to (DESTROY, which happens in the garbage collector
+ * or a timer, off any packet's path) into the same ring and drops it from
+ * the socket, so that one ring holds every event in the kernel's order: a
+ * destroy is always behind the changes of its entry, and ahead of a new
+ * entry with the same tuple.  Expectation events and our own writes' are
+ * left to the socket (our own are dropped there, as before).
+ *
+ * The structures below name only the fields read; libbpf relocates each
+ * access against the running kernel's BTF (CO-RE), so one object works
+ * across kernel versions.  GPL, as the helpers it calls require.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#include "kernel/tap_rec.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* ---- the kernel's types, as far as they are read (CO-RE) ------------------ */
+
+union nf_inet_addr {
+	__u32 all[4];
+} __attribute__((preserve_access_index));
+
+union nf_conntrack_man_proto {
+	__be16 all;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_man {
+	union nf_inet_addr u3;
+	union nf_conntrack_man_proto u;
+	__u16 l3num;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_tuple {
+	struct nf_conntrack_man src;
+	struct {
+		union nf_inet_addr u3;
+		union {
+			__be16 all;
+		} u;
+		__u8 protonum;
+	} dst;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_tuple_hash {
+	struct nf_conntrack_tuple tuple;
+} __attribute__((preserve_access_index));
+
+struct nf_conntrack_zone {
+	__u16 id;
+} __attribute__((preserve_access_index));
+
+struct ip_ct_tcp_state {
+	__u8 td_scale;
+} __attribute__((preserve_access_index));
+
+struct ip_ct_tcp {
+	struct ip_ct_tcp_state seen[2];
+	__u8 state;
+} __attribute__((preserve_access_index));
+
+union nf_conntrack_proto {
+	struct ip_ct_tcp tcp;
+} __attribute__((preserve_access_index));
+
+struct nf_ct_ext {
+	__u8 offset[9];
+} __attribute__((preserve_access_index));
+
+enum nf_ct_ext_id {
+	NF_CT_EXT_HELPER,
+	NF_CT_EXT_SEQADJ,
+	NF_CT_EXT_LABELS,
+	NF_CT_EXT_SYNPROXY,
+};
+
+struct nf_conn {
+	__u32 timeout;
+	struct nf_conntrack_zone zone;
+	struct nf_conntrack_tuple_hash tuplehash[2];
+	unsigned long status;
+	struct nf_conn *master;
+	__u32 mark;
+	struct nf_ct_ext *ext;
+	union nf_conntrack_proto proto;
+} __attribute__((preserve_access_index));
+
+struct sk_buff {
+	unsigned long _nfct;
+} __attribute__((preserve_access_index));
+
+struct nf_hook_state;
+struct bpf_nf_ctx {
+	const struct nf_hook_state *state;
+	struct sk_buff *skb;
+} __attribute__((preserve_access_index));
+
+/* ---- maps and settings ---------------------------------------------------- */
+
+#define IPS_SEEN_REPLY (1UL << 1)
+#define IPS_ASSURED (1UL << 2)
+#define IPS_CONFIRMED (1UL << 3)
+#define IPS_SRC_NAT_DONE (1UL << 7)
+#define IPS_DST_NAT_DONE (1UL << 8)
+#define IPS_DYING (1UL << 9)
+#define IPS_UNTRACKED (1UL << 12)
+#define NF_ACCEPT 1
+#define PROTO_ICMP 1
+#define PROTO_TCP 6
+#define PROTO_UDP 17
+#define PROTO_ICMPV6 58
+#define NLMSG_PID_OFFSET 12
+#define NLMSG_TYPE_OFFSET 4
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);           /* resized by the reader before load */
+} tap_ring SEC(".maps");
+
+/* Per entry: the values last written (see changed()). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16);           /* resized by the reader: HashLimit */
+	__type(key, __u64);
+	__type(value, __u64);
+} tap_seen SEC(".maps");
+
+/* tap_netlink's staging area: a ring reservation has a fixed size, a message has not. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[sizeof(struct tap_hdr) + TAP_NETLINK_MAX]);
+} tap_stage SEC(".maps");
+
+extern unsigned int CONFIG_HZ __kconfig __weak;
+
+/* The only variable of .bss: the reader maps it (tap_rec.h). */
+struct tap_shared tap_shared;
+
+/* ---- tap_packet ----------------------------------------------------------- */
+
+/*
+ * The entry is copied to the stack in one read and its fields taken from
+ * the copy: a probe read costs about as much for 8 bytes as for 300, and a
+ * packet needs several fields.  The stack, not a per-CPU map, because a
+ * softirq can run this program again on the same CPU in the middle of a
+ * locally sent packet's run.  The reader checks the kernel's struct nf_conn
+ * against TAP_CT_COPY before loading (tap.c).
+ */
+#define CT_FIELD(raw, ct, field) \
+	(*(typeof(ct->field) *)((raw) + bpf_core_field_offset(ct->field)))
+
+static __always_inline void copy_tuple(struct tap_tuple *t, const __u8 *raw, const struct nf_conn *ct, int dir)
+{
+	if (dir == 0) {
+		__builtin_memcpy(t->src, &CT_FIELD(raw, ct, tuplehash[0].tuple.src.u3), 16);
+		__builtin_memcpy(t->dst, &CT_FIELD(raw, ct, tuplehash[0].tuple.dst.u3), 16);
+		t->src_l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.src.u.all);
+		t->dst_l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.u.all);
+		t->l3num = CT_FIELD(raw, ct, tuplehash[0].tuple.src.l3num);
+		t->l4proto = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.protonum);
+	} else {
+		__builtin_memcpy(t->src, &CT_FIELD(raw, ct, tuplehash[1].tuple.src.u3), 16);
+		__builtin_memcpy(t->dst, &CT_FIELD(raw, ct, tuplehash[1].tuple.dst.u3), 16);
+		t->src_l4 = CT_FIELD(raw, ct, tuplehash[1].tuple.src.u.all);
+		t->dst_l4 = CT_FIELD(raw, ct, tuplehash[1].tuple.dst.u.all);
+		t->l3num = CT_FIELD(raw, ct, tuplehash[1].tuple.src.l3num);
+		t->l4proto = CT_FIELD(raw, ct, tuplehash[1].tuple.dst.protonum);
+	}
+	t->pad = 0;
+}
+
+/* The enumerator's value is the running kernel's; absent in it = no such extension. */
+#define EXT_ID(id) \
+	(bpf_core_enum_value_exists(enum nf_ct_ext_id, id) ? bpf_core_enum_value(enum nf_ct_ext_id, id) : 9)
+
+SEC("netfilter")
+int tap_packet(struct bpf_nf_ctx *ctx)
+{
+	unsigned long nfct = ctx->skb->_nfct;
+	const struct nf_conn *ct = (const struct nf_conn *)(nfct & ~7UL);
+	__u8 raw[TAP_CT_COPY];
+	__u8 off[9];
+	unsigned long status;
+	__u64 key = (__u64)(unsigned long)ct, now, *was;
+	__u8 l4, state = 0;
+	__u32 mark, ids[4];
+	const struct nf_ct_ext *ext;
+	struct tap_ct *r;
+
+	if (!ct || bpf_probe_read_kernel(raw, bpf_core_type_size(struct nf_conn), ct) < 0)
+		return NF_ACCEPT;
+	status = CT_FIELD(raw, ct, status);
+	if (status & (IPS_UNTRACKED | IPS_DYING))
+		return NF_ACCEPT;
+	l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.protonum);
+	if (l4 == PROTO_TCP)
+		state = CT_FIELD(raw, ct, proto.tcp.state);
+	mark = CT_FIELD(raw, ct, mark);
+	now = (__u64)mark << 32 | (status & (IPS_SEEN_REPLY | IPS_ASSURED | IPS_SRC_NAT_DONE | IPS_DST_NAT_DONE)) << 8 |
+	      state;
+	was = bpf_map_lookup_elem(&tap_seen, &key);
+	if (was && *was == now && (status & IPS_CONFIRMED))
+		return NF_ACCEPT;
+	r = bpf_ringbuf_reserve(&tap_ring, sizeof(*r), 0);
+	if (!r) {
+		/* not remembered either: the next packet tries again */
+		__sync_fetch_and_add(&tap_shared.lost_ct, 1);
+		return NF_ACCEPT;
+	}
+	bpf_map_update_elem(&tap_seen, &key, &now, BPF_ANY);
+	r->hdr.kind = (status & IPS_CONFIRMED) ? TAP_REC_UPDATE : TAP_REC_NEW;
+	r->hdr.len = sizeof(*r) - sizeof(r->hdr);
+	r->status = (__u32)status;
+	r->mark = mark;
+	r->zone = CT_FIELD(raw, ct, zone.id);
+	r->tcp_state = state;
+	r->flags = 0;
+	r->wscale[0] = r->wscale[1] = 0;
+	r->pad[0] = r->pad[1] = 0;
+	r->timeout_s = 0;
+	if (CONFIG_HZ) {
+		__s32 left = (__s32)(CT_FIELD(raw, ct, timeout) - (__u32)bpf_jiffies64());
+
+		r->timeout_s = left > 0 ? (__u32)left / CONFIG_HZ : 0;
+		r->flags |= TAP_CT_TIMEOUT;
+	}
+	if (l4 == PROTO_TCP) {
+		r->wscale[0] = CT_FIELD(raw, ct, proto.tcp.seen[0].td_scale);
+		r->wscale[1] = CT_FIELD(raw, ct, proto.tcp.seen[1].td_scale);
+	} else if (l4 != PROTO_UDP && l4 != PROTO_ICMP && l4 != PROTO_ICMPV6) {
+		r->flags |= TAP_CT_PARTIAL;
+	}
+	ext = CT_FIELD(raw, ct, ext);
+	if (CT_FIELD(raw, ct, master)) {
+		r->flags |= TAP_CT_PARTIAL;
+	} else if (ext && bpf_probe_read_kernel(off, sizeof(off), ext) == 0) {
+		ids[0] = EXT_ID(NF_CT_EXT_HELPER);
+		ids[1] = EXT_ID(NF_CT_EXT_SEQADJ);
+		ids[2] = EXT_ID(NF_CT_EXT_LABELS);
+		ids[3] = EXT_ID(NF_CT_EXT_SYNPROXY);
+		for (int i = 0; i < 4; i++)
+			if (ids[i] < 9 && off[ids[i]])
+				r->flags |= TAP_CT_PARTIAL;
+	}
+	copy_tuple(&r->tuple[0], raw, ct, 0);
+	copy_tuple(&r->tuple[1], raw, ct, 1);
+	/* While the reader polls, a wake-up would cost this CPU an interrupt for nothing. */
+	bpf_ringbuf_submit(r, tap_shared.polling ? BPF_RB_NO_WAKEUP : 0);
+	return NF_ACCEPT;
+}
+
+/* ---- tap_netlink ---------------------------------------------------------- */
+
+SEC("socket")
+int tap_netlink(struct __sk_buff *skb)
+{
+	__u32 zero = 0, pid = 0, len = skb->len, i;
+	__u16 type = 0;
+	__u8 *stage;
+	struct tap_hdr *h;
+
+	if (bpf_skb_load_bytes(skb, NLMSG_PID_OFFSET, &pid, sizeof(pid)) < 0 ||
+	    bpf_skb_load_bytes(skb, NLMSG_TYPE_OFFSET, &type, sizeof(type)) < 0)
+		return 0;
+	for (i = 0; i < TAP_OWN_MAX; i++)
+		if (i < tap_shared.nown && pid && tap_shared.own[i] == pid)
+			return 0;       /* our own write */
+	/* expectations (subsystem 2) stay on the socket */
+	if ((type >> 8) != 1)
+		return skb->len;
+	if (len > TAP_NETLINK_MAX) {
+		__sync_fetch_and_add(&tap_shared.too_long, 1);
+		return 0;
+	}
+	if (len < 16)
+		return 0;       /* not a conntrack message */
+	stage = bpf_map_lookup_elem(&tap_stage, &zero);
+	if (!stage)
+		return 0;
+	h = (struct tap_hdr *)stage;
+	h->kind = TAP_REC_NETLINK;
+	h->len = (__u16)len;
+	if (bpf_skb_load_bytes(skb, 0, stage + sizeof(*h), len) < 0)
+		return 0;
+	if (bpf_ringbuf_output(&tap_ring, stage, sizeof(*h) + len, tap_shared.polling ? BPF_RB_NO_WAKEUP : 0) < 0)
+		__sync_fetch_and_add(&tap_shared.lost_netlink, 1);
+	return 0;
+}
