@@ -395,7 +395,7 @@ for s in sizes:
             k, s, r, 100 * drops[k], med(k, s, "p50_us") / 1000, med(k, s, "p99_us") / 1000,
             med(k, s, "invalid_drops"), med(k, s, "syn_retrans"), med(k, s, "listen_drops"),
             med(k, s, "cpu_primary"), med(k, s, "cpu_backup")) + "  %7.0f" % med(k, s, "retrans"))
-    for k in ("ctsyncd", "ctsyncd-keyed", "ctsyncd-hs", "ctsyncd-keyed-hs"):
+    for k in ("ctsyncd", "ctsyncd-bpf", "ctsyncd-keyed", "ctsyncd-hs", "ctsyncd-keyed-hs"):
         if k in drops and "conntrackd" in drops and drops["conntrackd"] == drops["conntrackd"]:
             c = drops["conntrackd"]
             ok = drops[k] <= 0.05 and (drops[k] <= c / 3 if c > 0 else drops[k] <= 0)

@@ -228,11 +228,10 @@ struct kernel_events_opts {
 	 * come from the BPF event tap instead of ctnetlink's NEW and UPDATE
 	 * groups, destroys through the same ring.  When this kernel or build
 	 * cannot, the events come from ctnetlink as usual, with a warning and
-	 * `tap_refused` in the stats.  `tap_entries`: entries the tap
-	 * remembers (HashLimit); `rcvbuf` sizes the ring.  Set at open only.
+	 * `tap_refused` in the stats.  `rcvbuf` sizes the ring.  Set at
+	 * open only.
 	 */
 	bool bpf_tap;
-	uint32_t tap_entries;
 };
 
 /* Where an event comes from (on_flow's `origin`). */

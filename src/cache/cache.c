@@ -429,7 +429,6 @@ int cache_start(struct cache *c)
 		 */
 		.coalesce_us = 500,
 		.bpf_tap = cfg->general.event_bpf,
-		.tap_entries = cfg->general.hash_limit,
 	};
 	int err = 0;
 

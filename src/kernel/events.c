@@ -83,6 +83,7 @@ struct kernel_events {
 	int tap_fd;
 	int tap_delay_fd;
 	bool tap_watching;
+	bool tap_paused;                        /* kernel_events_pause(): neither watched nor polled */
 	uint64_t tap_lost_seen;
 	struct mmsghdr msgs[EV_SLOTS];
 	struct iovec iov[EV_SLOTS];
@@ -416,17 +417,16 @@ static void on_delay(struct loop *loop, int fd, unsigned events, void *arg)
 static void on_tap_record(void *arg, const struct tap_hdr *h, const void *body)
 {
 	struct kernel_events *ev = arg;
-	const struct tap_ct *r = (const struct tap_ct *)h;       /* when it is one: see below */
+	const struct tap_ct *r = (const struct tap_ct *)h;       /* unless TAP_REC_NETLINK */
 	enum kernel_event kind;
 	enum kernel_reason why;
 
-	(void)body;
 	if (ev->closing)
 		return;
 	ev->st.tap_records++;
 	if (h->kind == TAP_REC_NETLINK) {
 		/* a DESTROY, in its place among the changes */
-		handle_buffer(ev, (const uint8_t *)(h + 1), h->len);
+		handle_buffer(ev, body, h->len);
 		return;
 	}
 	ev->st.messages++;
@@ -476,7 +476,7 @@ static void tap_poll_later(struct kernel_events *ev)
 	struct itimerspec its = { .it_value = { .tv_sec = ev->o.coalesce_us / 1000000u,
 						.tv_nsec = (long)(ev->o.coalesce_us % 1000000u) * 1000 } };
 
-	if (ev->tap_delay_fd < 0 || timerfd_settime(ev->tap_delay_fd, 0, &its, NULL) < 0)
+	if (ev->tap_paused || ev->tap_delay_fd < 0 || timerfd_settime(ev->tap_delay_fd, 0, &its, NULL) < 0)
 		return;         /* no delay then: read as records come */
 	kernel_tap_set_polling(ev->tap, true);
 	if (ev->tap_watching) {
@@ -491,6 +491,8 @@ static void tap_poll_later(struct kernel_events *ev)
  */
 static void tap_rewatch(struct kernel_events *ev)
 {
+	if (ev->tap_paused)
+		return;
 	kernel_tap_set_polling(ev->tap, false);
 	if (!ev->tap_watching && loop_watch(ev->loop, ev->tap_fd, LOOP_READ, on_tap_readable, ev) == 0)
 		ev->tap_watching = true;
@@ -521,7 +523,7 @@ static void on_tap_delay(struct loop *loop, int fd, unsigned events, void *arg)
 
 	(void)loop;
 	(void)events;
-	if (read(fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations))
+	if (read(fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations) || ev->tap_paused)
 		return;
 	n = tap_drain(ev);
 	if (ev->closing) {
@@ -537,7 +539,7 @@ static void on_tap_delay(struct loop *loop, int fd, unsigned events, void *arg)
 /* Swap ctnetlink's NEW and UPDATE groups for the tap; false (and why, logged) if it cannot be had. */
 static bool tap_start(struct kernel_events *ev, const struct kernel_events_opts *o)
 {
-	struct kernel_tap_opts to = { .ring_bytes = o->rcvbuf ? o->rcvbuf : 4u << 20, .entries = o->tap_entries };
+	struct kernel_tap_opts to = { .ring_bytes = o->rcvbuf ? o->rcvbuf : 4u << 20 };
 	char why[256] = "";
 	int groups[2] = { NFNLGRP_CONNTRACK_NEW, NFNLGRP_CONNTRACK_UPDATE };
 
@@ -566,7 +568,7 @@ static bool tap_start(struct kernel_events *ev, const struct kernel_events_opts 
 		setsockopt(ev->fd, SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, &groups[i], sizeof(groups[i]));
 	ev->st.tap = true;
 	log_notice("EventSource bpf: new entries and their changes come from a netfilter BPF hook, "
-		   "destroys through its ring (%u entries remembered)", o->tap_entries);
+		   "destroys through its ring");
 	return true;
 }
 
@@ -755,6 +757,7 @@ void kernel_events_pause(struct kernel_events *ev)
 		struct itimerspec off = { 0 };
 
 		/* paused: the records wait in the ring, and need not wake us */
+		ev->tap_paused = true;
 		kernel_tap_set_polling(ev->tap, true);
 		if (ev->tap_delay_fd >= 0)
 			timerfd_settime(ev->tap_delay_fd, 0, &off, NULL);
@@ -779,8 +782,10 @@ int kernel_events_resume(struct kernel_events *ev)
 	loop_timer_disarm(ev->coalesce_timer);
 	disarm_delay(ev);
 	ev->coalescing = false;
-	if (ev->tap && !ev->closing)
+	if (ev->tap && !ev->closing) {
+		ev->tap_paused = false;
 		tap_rewatch(ev);
+	}
 	if (ev->watching || ev->closing)
 		return 0;
 	if ((err = loop_watch(ev->loop, ev->fd, LOOP_READ, on_readable, ev)) < 0)

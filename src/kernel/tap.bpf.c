@@ -10,10 +10,13 @@
  *
  * tap_packet, a netfilter hook at INPUT and POSTROUTING just before the
  * conntrack confirmation, sees each packet's entry after conntrack (and
- * NAT) handled it, and writes a fixed record when the entry is new or
- * when what a backup needs of it changed: the TCP state, SEEN_REPLY,
- * ASSURED, the NAT bits, the mark.  The last values written are kept per
- * entry in an LRU hash keyed by the entry's address.
+ * NAT) handled it, and writes a fixed record when the packet changed it.
+ * The kernel says which packets do: the events a packet causes wait in
+ * the entry's event cache until the confirmation hook delivers them, right
+ * after this one, so a non-empty cache is exactly a change ctnetlink would
+ * report.  The entry has that cache because the event socket listens to
+ * the DESTROY group (nf_conntrack_events 2, the default, adds it to every
+ * entry while a listener exists).
  *
  * tap_netlink, the event socket's filter, copies each ctnetlink event the
  * socket is subscribed to (DESTROY, which happens in the garbage collector
@@ -91,9 +94,14 @@ struct nf_ct_ext {
 enum nf_ct_ext_id {
 	NF_CT_EXT_HELPER,
 	NF_CT_EXT_SEQADJ,
+	NF_CT_EXT_ECACHE,
 	NF_CT_EXT_LABELS,
 	NF_CT_EXT_SYNPROXY,
 };
+
+struct nf_conntrack_ecache {
+	unsigned long cache;
+} __attribute__((preserve_access_index));
 
 struct nf_conn {
 	__u32 timeout;
@@ -118,11 +126,7 @@ struct bpf_nf_ctx {
 
 /* ---- maps and settings ---------------------------------------------------- */
 
-#define IPS_SEEN_REPLY (1UL << 1)
-#define IPS_ASSURED (1UL << 2)
 #define IPS_CONFIRMED (1UL << 3)
-#define IPS_SRC_NAT_DONE (1UL << 7)
-#define IPS_DST_NAT_DONE (1UL << 8)
 #define IPS_DYING (1UL << 9)
 #define IPS_UNTRACKED (1UL << 12)
 #define NF_ACCEPT 1
@@ -137,14 +141,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);           /* resized by the reader before load */
 } tap_ring SEC(".maps");
-
-/* Per entry: the values last written (see changed()). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1 << 16);           /* resized by the reader: HashLimit */
-	__type(key, __u64);
-	__type(value, __u64);
-} tap_seen SEC(".maps");
 
 /* tap_netlink's staging area: a ring reservation has a fixed size, a message has not. */
 struct {
@@ -201,13 +197,13 @@ int tap_packet(struct bpf_nf_ctx *ctx)
 {
 	unsigned long nfct = ctx->skb->_nfct;
 	const struct nf_conn *ct = (const struct nf_conn *)(nfct & ~7UL);
+	const struct nf_conntrack_ecache *e;
 	__u8 raw[TAP_CT_COPY];
 	__u8 off[9];
-	unsigned long status;
-	__u64 key = (__u64)(unsigned long)ct, now, *was;
-	__u8 l4, state = 0;
-	__u32 mark, ids[4];
+	unsigned long status, cache = 0;
+	__u32 ids[4], ecache = EXT_ID(NF_CT_EXT_ECACHE);
 	const struct nf_ct_ext *ext;
+	__u8 l4, state = 0;
 	struct tap_ct *r;
 
 	if (!ct || bpf_probe_read_kernel(raw, bpf_core_type_size(struct nf_conn), ct) < 0)
@@ -215,26 +211,24 @@ int tap_packet(struct bpf_nf_ctx *ctx)
 	status = CT_FIELD(raw, ct, status);
 	if (status & (IPS_UNTRACKED | IPS_DYING))
 		return NF_ACCEPT;
-	l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.protonum);
-	if (l4 == PROTO_TCP)
-		state = CT_FIELD(raw, ct, proto.tcp.state);
-	mark = CT_FIELD(raw, ct, mark);
-	now = (__u64)mark << 32 | (status & (IPS_SEEN_REPLY | IPS_ASSURED | IPS_SRC_NAT_DONE | IPS_DST_NAT_DONE)) << 8 |
-	      state;
-	was = bpf_map_lookup_elem(&tap_seen, &key);
-	if (was && *was == now && (status & IPS_CONFIRMED))
-		return NF_ACCEPT;
+	ext = CT_FIELD(raw, ct, ext);
+	if (!ext || bpf_probe_read_kernel(off, sizeof(off), ext) < 0 || ecache >= 9 || !off[ecache])
+		return NF_ACCEPT;       /* no event cache: the kernel reports nothing of it either */
+	e = (const struct nf_conntrack_ecache *)((const __u8 *)ext + off[ecache]);
+	if (bpf_probe_read_kernel(&cache, sizeof(cache), &e->cache) < 0 || !cache)
+		return NF_ACCEPT;       /* this packet changed nothing */
 	r = bpf_ringbuf_reserve(&tap_ring, sizeof(*r), 0);
 	if (!r) {
-		/* not remembered either: the next packet tries again */
 		__sync_fetch_and_add(&tap_shared.lost_ct, 1);
 		return NF_ACCEPT;
 	}
-	bpf_map_update_elem(&tap_seen, &key, &now, BPF_ANY);
+	l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.protonum);
+	if (l4 == PROTO_TCP)
+		state = CT_FIELD(raw, ct, proto.tcp.state);
 	r->hdr.kind = (status & IPS_CONFIRMED) ? TAP_REC_UPDATE : TAP_REC_NEW;
 	r->hdr.len = sizeof(*r) - sizeof(r->hdr);
 	r->status = (__u32)status;
-	r->mark = mark;
+	r->mark = CT_FIELD(raw, ct, mark);
 	r->zone = CT_FIELD(raw, ct, zone.id);
 	r->tcp_state = state;
 	r->flags = 0;
@@ -253,18 +247,15 @@ int tap_packet(struct bpf_nf_ctx *ctx)
 	} else if (l4 != PROTO_UDP && l4 != PROTO_ICMP && l4 != PROTO_ICMPV6) {
 		r->flags |= TAP_CT_PARTIAL;
 	}
-	ext = CT_FIELD(raw, ct, ext);
-	if (CT_FIELD(raw, ct, master)) {
+	if (CT_FIELD(raw, ct, master))
 		r->flags |= TAP_CT_PARTIAL;
-	} else if (ext && bpf_probe_read_kernel(off, sizeof(off), ext) == 0) {
-		ids[0] = EXT_ID(NF_CT_EXT_HELPER);
-		ids[1] = EXT_ID(NF_CT_EXT_SEQADJ);
-		ids[2] = EXT_ID(NF_CT_EXT_LABELS);
-		ids[3] = EXT_ID(NF_CT_EXT_SYNPROXY);
-		for (int i = 0; i < 4; i++)
-			if (ids[i] < 9 && off[ids[i]])
-				r->flags |= TAP_CT_PARTIAL;
-	}
+	ids[0] = EXT_ID(NF_CT_EXT_HELPER);
+	ids[1] = EXT_ID(NF_CT_EXT_SEQADJ);
+	ids[2] = EXT_ID(NF_CT_EXT_LABELS);
+	ids[3] = EXT_ID(NF_CT_EXT_SYNPROXY);
+	for (int i = 0; i < 4; i++)
+		if (ids[i] < 9 && off[ids[i]])
+			r->flags |= TAP_CT_PARTIAL;
 	copy_tuple(&r->tuple[0], raw, ct, 0);
 	copy_tuple(&r->tuple[1], raw, ct, 1);
 	/* While the reader polls, a wake-up would cost this CPU an interrupt for nothing. */

@@ -14,9 +14,9 @@
 #ifdef HAVE_BPF_TAP
 
 #include <limits.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/bpf.h>
@@ -43,6 +43,7 @@ struct kernel_tap {
 	struct bpf_object *obj;
 	struct ring_buffer *ring;
 	struct tap_shared *shared;
+	size_t shared_len;
 	int links[TAP_LINKS];
 	unsigned nlinks;
 	kernel_tap_fn fn;
@@ -100,6 +101,8 @@ void kernel_tap_close(struct kernel_tap *t)
 		return;
 	for (unsigned i = 0; i < t->nlinks; i++)
 		close(t->links[i]);
+	if (t->shared)
+		munmap(t->shared, t->shared_len);
 	ring_buffer__free(t->ring);
 	bpf_object__close(t->obj);
 	free(t);
@@ -110,6 +113,29 @@ static struct kernel_tap *fail(struct kernel_tap *t, char *why, size_t why_len, 
 	snprintf(why, why_len, "%s: %s", what, strerror(err > 0 ? err : -err));
 	kernel_tap_close(t);
 	return NULL;
+}
+
+/*
+ * tap_packet finds the packets that changed an entry in the entry's event
+ * cache, and the destroys come as events: both need the kernel to keep
+ * events in this namespace.
+ */
+static int check_events_sysctl(char *why, size_t why_len)
+{
+	FILE *f = fopen("/proc/sys/net/netfilter/nf_conntrack_events", "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	if (v == 0) {
+		snprintf(why, why_len, "net.netfilter.nf_conntrack_events is 0 in this namespace: the kernel "
+			 "keeps no conntrack events, which the tap and the destroys need");
+		return -EPERM;
+	}
+	return 0;
 }
 
 /* tap_packet copies the kernel's struct nf_conn whole to its stack: it must fit. */
@@ -152,7 +178,7 @@ struct kernel_tap *kernel_tap_open(const struct kernel_tap_opts *o, int nl_fd, c
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .object_name = "ctsyncd_tap");
 	struct kernel_tap *t = calloc(1, sizeof(*t));
 	struct bpf_program *packet, *netlink;
-	struct bpf_map *m, *ring = NULL, *seen = NULL, *bss = NULL;
+	struct bpf_map *m, *ring = NULL, *bss = NULL;
 	size_t bss_size = 0;
 	int fd, err;
 
@@ -169,28 +195,34 @@ struct kernel_tap *kernel_tap_open(const struct kernel_tap_opts *o, int nl_fd, c
 
 		if (!strcmp(name, "tap_ring"))
 			ring = m;
-		else if (!strcmp(name, "tap_seen"))
-			seen = m;
 		else if (bpf_map__is_internal(m) && strstr(name, ".bss"))
 			bss = m;
 	}
-	if (!packet || !netlink || !ring || !seen || !bss)
+	if (!packet || !netlink || !ring || !bss)
 		return fail(t, why, why_len, "the built-in BPF object is incomplete", EINVAL);
-	if ((err = check_nf_conn(why, why_len)) < 0) {
+	if ((err = check_events_sysctl(why, why_len)) < 0 || (err = check_nf_conn(why, why_len)) < 0) {
 		kernel_tap_close(t);
 		return NULL;
 	}
 	bpf_program__set_type(packet, TAP_PROG_TYPE_NETFILTER);
 	bpf_program__set_expected_attach_type(packet, TAP_ATTACH_NETFILTER);
 	bpf_map__set_max_entries(ring, pow2_at_least(o->ring_bytes, 256u << 10));
-	bpf_map__set_max_entries(seen, o->entries < 1024 ? 1024 : o->entries);
 	if ((err = bpf_object__load(t->obj)) < 0)
 		return fail(t, why, why_len, "the kernel refused the BPF programs (a netfilter BPF hook needs "
 			    "Linux 6.4 with BTF, and CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)", err);
-	/* After the load this is the map's writable mmap (a skeleton's .bss); older libbpf says const. */
-	t->shared = (struct tap_shared *)(uintptr_t)bpf_map__initial_value(bss, &bss_size);
-	if (!t->shared || bss_size < sizeof(*t->shared))
-		return fail(t, why, why_len, "cannot map the BPF programs' variables", EINVAL);
+	/*
+	 * The programs' variables, shared: a mapping of the kernel's map
+	 * itself (libbpf's own view of .bss may be a copy).
+	 */
+	bss_size = bpf_map__value_size(bss);
+	if (bss_size < sizeof(*t->shared))
+		return fail(t, why, why_len, "the BPF programs' variables are too small", EINVAL);
+	t->shared_len = (bss_size + 4095) & ~(size_t)4095;
+	t->shared = mmap(NULL, t->shared_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(bss), 0);
+	if (t->shared == MAP_FAILED) {
+		t->shared = NULL;
+		return fail(t, why, why_len, "cannot map the BPF programs' variables", errno);
+	}
 	fd = bpf_program__fd(packet);
 	for (unsigned pf = 0; pf < 2; pf++) {
 		static const unsigned hooks[2] = { NF_INET_LOCAL_IN, NF_INET_POST_ROUTING };

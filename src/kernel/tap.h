@@ -15,7 +15,6 @@ struct kernel_tap;
 
 struct kernel_tap_opts {
 	uint32_t ring_bytes;            /* rounded up to a power of two, 256 KiB at least */
-	uint32_t entries;               /* entries whose last record is remembered (HashLimit) */
 };
 
 /*
