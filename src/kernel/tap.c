@@ -50,11 +50,35 @@ struct kernel_tap {
 	void *arg;
 };
 
-static int silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+/*
+ * libbpf's messages, for a refusal to say why: the verifier's last line
+ * when a program was refused (the line before the end of its log), else
+ * libbpf's first warning.
+ */
+static char libbpf_reason[240];
+static bool libbpf_reason_is_verifier;
+
+static int keep_reason(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	(void)level;
-	(void)fmt;
-	(void)ap;
+	char msg[8192], *end, *line;
+
+	if (level != LIBBPF_WARN || libbpf_reason_is_verifier)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	end = strstr(msg, "-- END PROG LOAD LOG --");
+	if (end) {
+		/* the last non-empty line before the marker */
+		while (end > msg && (end[-1] == '\n' || end[-1] == ' '))
+			end--;
+		*end = '\0';
+		line = strrchr(msg, '\n');
+		line = line ? line + 1 : msg;
+		snprintf(libbpf_reason, sizeof(libbpf_reason), "verifier: %.200s", line);
+		libbpf_reason_is_verifier = true;
+	} else if (!libbpf_reason[0]) {
+		msg[strcspn(msg, "\n")] = '\0';
+		snprintf(libbpf_reason, sizeof(libbpf_reason), "%.230s", msg);
+	}
 	return 0;
 }
 
@@ -110,7 +134,10 @@ void kernel_tap_close(struct kernel_tap *t)
 
 static struct kernel_tap *fail(struct kernel_tap *t, char *why, size_t why_len, const char *what, int err)
 {
-	snprintf(why, why_len, "%s: %s", what, strerror(err > 0 ? err : -err));
+	if (libbpf_reason[0])
+		snprintf(why, why_len, "%s: %s (%s)", what, strerror(err > 0 ? err : -err), libbpf_reason);
+	else
+		snprintf(why, why_len, "%s: %s", what, strerror(err > 0 ? err : -err));
 	kernel_tap_close(t);
 	return NULL;
 }
@@ -184,7 +211,9 @@ struct kernel_tap *kernel_tap_open(const struct kernel_tap_opts *o, int nl_fd, c
 
 	if (!t)
 		return fail(NULL, why, why_len, "memory", ENOMEM);
-	libbpf_set_print(silent);
+	libbpf_reason[0] = '\0';
+	libbpf_reason_is_verifier = false;
+	libbpf_set_print(keep_reason);
 	t->obj = bpf_object__open_mem(ctsyncd_tap_obj, (size_t)(ctsyncd_tap_obj_end - ctsyncd_tap_obj), &oo);
 	if (!t->obj)
 		return fail(t, why, why_len, "cannot open the built-in BPF object", errno);
