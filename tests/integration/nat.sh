@@ -47,6 +47,17 @@ table ip nat {
 	}
 }
 NFT
+# NAT_CT_EVENTS: the policy asks the kernel for only these conntrack
+# events (nftables' ct event set), as doc/bpf-events.md suggests with
+# EventSource bpf
+if [[ -n ${NAT_CT_EVENTS:-} ]]; then
+	ip netns exec "$NS_A" nft -f - <<NFT || { echo "nft failed (ct event set)" >&2; exit 99; }
+table inet ctevents {
+	chain pre { type filter hook prerouting priority -150; ct state new ct event set $NAT_CT_EVENTS; }
+	chain out { type filter hook output priority -150; ct state new ct event set $NAT_CT_EVENTS; }
+}
+NFT
+fi
 pair_conf A FTFW "Options { ExpectationSync on }" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
 pair_conf B FTFW "Options { ExpectationSync on }" "Filter { Address Ignore { IPv4_address 198.18.1.0/24 } }"
 pair_start A && pair_start B || { fail "the daemons start"; finish; }
