@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0
 /*
  * bench/evtap/evtap.bpf.c: the state changes of the firewall's conntrack
  * entries, seen from a netfilter BPF hook after conntrack, into a ring

@@ -498,42 +498,42 @@ static void tap_rewatch(struct kernel_events *ev)
 		ev->tap_watching = true;
 }
 
-static void on_tap_readable(struct loop *loop, int fd, unsigned events, void *arg)
+/*
+ * Read the ring; go on polling while it had records.  `idle_rewatch`: an
+ * empty poll means the burst is over, wait for the ring again.
+ */
+static void tap_read(struct kernel_events *ev, bool idle_rewatch)
 {
-	struct kernel_events *ev = arg;
-	int n;
+	int n = tap_drain(ev);
 
-	(void)loop;
-	(void)fd;
-	(void)events;
-	n = tap_drain(ev);
 	if (ev->closing) {
 		events_free(ev);
 		return;
 	}
 	if (n > 0)
 		tap_poll_later(ev);
+	else if (idle_rewatch)
+		tap_rewatch(ev);
+}
+
+static void on_tap_readable(struct loop *loop, int fd, unsigned events, void *arg)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	tap_read(arg, false);
 }
 
 static void on_tap_delay(struct loop *loop, int fd, unsigned events, void *arg)
 {
 	struct kernel_events *ev = arg;
 	uint64_t expirations;
-	int n;
 
 	(void)loop;
 	(void)events;
 	if (read(fd, &expirations, sizeof(expirations)) != (ssize_t)sizeof(expirations) || ev->tap_paused)
 		return;
-	n = tap_drain(ev);
-	if (ev->closing) {
-		events_free(ev);
-		return;
-	}
-	if (n > 0)
-		tap_poll_later(ev);
-	else
-		tap_rewatch(ev);
+	tap_read(ev, true);
 }
 
 /* Swap ctnetlink's NEW and UPDATE groups for the tap; false (and why, logged) if it cannot be had. */

@@ -1,4 +1,3 @@
-// SPDX-License-Identifier: GPL-2.0-only
 /*
  * src/kernel/tap.bpf.c - EventSource bpf: conntrack events without
  * ctnetlink's per-event messages (doc/bpf-events.md).
@@ -23,12 +22,13 @@
  * or a timer, off any packet's path) into the same ring and drops it from
  * the socket, so that one ring holds every event in the kernel's order: a
  * destroy is always behind the changes of its entry, and ahead of a new
- * entry with the same tuple.  Expectation events and our own writes' are
- * left to the socket (our own are dropped there, as before).
+ * entry with the same tuple.  Our own writes' events are dropped here,
+ * expectation events left to the socket.
  *
  * The structures below name only the fields read; libbpf relocates each
  * access against the running kernel's BTF (CO-RE), so one object works
- * across kernel versions.  GPL, as the helpers it calls require.
+ * across kernel versions.  The license string says GPL, as the kernel's
+ * helpers require (the project is GPL-2.0-or-later).
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
@@ -168,25 +168,16 @@ struct tap_shared tap_shared;
 #define CT_FIELD(raw, ct, field) \
 	(*(typeof(ct->field) *)((raw) + bpf_core_field_offset(ct->field)))
 
-static __always_inline void copy_tuple(struct tap_tuple *t, const __u8 *raw, const struct nf_conn *ct, int dir)
-{
-	if (dir == 0) {
-		__builtin_memcpy(t->src, &CT_FIELD(raw, ct, tuplehash[0].tuple.src.u3), 16);
-		__builtin_memcpy(t->dst, &CT_FIELD(raw, ct, tuplehash[0].tuple.dst.u3), 16);
-		t->src_l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.src.u.all);
-		t->dst_l4 = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.u.all);
-		t->l3num = CT_FIELD(raw, ct, tuplehash[0].tuple.src.l3num);
-		t->l4proto = CT_FIELD(raw, ct, tuplehash[0].tuple.dst.protonum);
-	} else {
-		__builtin_memcpy(t->src, &CT_FIELD(raw, ct, tuplehash[1].tuple.src.u3), 16);
-		__builtin_memcpy(t->dst, &CT_FIELD(raw, ct, tuplehash[1].tuple.dst.u3), 16);
-		t->src_l4 = CT_FIELD(raw, ct, tuplehash[1].tuple.src.u.all);
-		t->dst_l4 = CT_FIELD(raw, ct, tuplehash[1].tuple.dst.u.all);
-		t->l3num = CT_FIELD(raw, ct, tuplehash[1].tuple.src.l3num);
-		t->l4proto = CT_FIELD(raw, ct, tuplehash[1].tuple.dst.protonum);
-	}
-	t->pad = 0;
-}
+/* Tuple `dir` of the entry; a macro, as CO-RE wants a constant index. */
+#define COPY_TUPLE(t, raw, ct, dir) do { \
+	__builtin_memcpy((t)->src, &CT_FIELD(raw, ct, tuplehash[dir].tuple.src.u3), 16); \
+	__builtin_memcpy((t)->dst, &CT_FIELD(raw, ct, tuplehash[dir].tuple.dst.u3), 16); \
+	(t)->src_l4 = CT_FIELD(raw, ct, tuplehash[dir].tuple.src.u.all); \
+	(t)->dst_l4 = CT_FIELD(raw, ct, tuplehash[dir].tuple.dst.u.all); \
+	(t)->l3num = CT_FIELD(raw, ct, tuplehash[dir].tuple.src.l3num); \
+	(t)->l4proto = CT_FIELD(raw, ct, tuplehash[dir].tuple.dst.protonum); \
+	(t)->pad = 0; \
+} while (0)
 
 /* The enumerator's value is the running kernel's; absent in it = no such extension. */
 #define EXT_ID(id) \
@@ -256,8 +247,8 @@ int tap_packet(struct bpf_nf_ctx *ctx)
 	for (int i = 0; i < 4; i++)
 		if (ids[i] < 9 && off[ids[i]])
 			r->flags |= TAP_CT_PARTIAL;
-	copy_tuple(&r->tuple[0], raw, ct, 0);
-	copy_tuple(&r->tuple[1], raw, ct, 1);
+	COPY_TUPLE(&r->tuple[0], raw, ct, 0);
+	COPY_TUPLE(&r->tuple[1], raw, ct, 1);
 	/* While the reader polls, a wake-up would cost this CPU an interrupt for nothing. */
 	bpf_ringbuf_submit(r, tap_shared.polling ? BPF_RB_NO_WAKEUP : 0);
 	return NF_ACCEPT;
