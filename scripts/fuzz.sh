@@ -11,7 +11,9 @@ dir=$top/build/fuzz
 fuzz_flags="-g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined"
 
 "$top/scripts/build.sh" "$dir" CC=clang "CFLAGS=$fuzz_flags" >/dev/null
-libs="$(pkg-config --libs libmnl libsodium) $(pkg-config --libs libsystemd 2>/dev/null || true)"
+# the libraries the daemon links, as this build's configure chose them (libbpf is optional)
+libs=$(make -s -C "$dir" -f Makefile -f - print-libs <<<'print-libs: ; @echo $(CTSYNCD_LIBS)' |
+	sed 's/libctsyncd\.a//')
 mkdir -p "$dir/artifacts"
 passed=0 failed=0
 for src in "$top"/tests/fuzz/fuzz_*.c; do
