@@ -60,7 +60,9 @@ static bool libbpf_reason_is_verifier;
 
 static int keep_reason(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	char msg[8192], *end, *line;
+	/* a verifier log comes whole in one message, and can be long */
+	static char msg[1 << 16];
+	char *end, *line;
 
 	if (level != LIBBPF_WARN || libbpf_reason_is_verifier)
 		return 0;
