@@ -369,13 +369,7 @@ int cache_new(struct cache **out, const struct config *cfg, struct loop *loop, u
 	return 0;
 }
 
-/*
- * Filter From Kernelspace: the Filter as a BPF program after the drop of our
- * own writes, so the kernel drops what the Filter ignores before it is
- * copied to us.  The user-space Filter still runs (it decides alone for
- * what the program passes on unclassified, and keeps the counters).
- */
-/* EventSource bpf took: the event socket's filter is the tap's. */
+/* Is the BPF event tap in use?  Then the event socket's filter is the tap's. */
 static bool tap_active(struct cache *c)
 {
 	struct kernel_events_stats st;
@@ -386,6 +380,12 @@ static bool tap_active(struct cache *c)
 	return st.tap;
 }
 
+/*
+ * Filter From Kernelspace: the Filter as a BPF program after the drop of our
+ * own writes, so the kernel drops what the Filter ignores before it is
+ * copied to us.  The user-space Filter still runs (it decides alone for
+ * what the program passes on unclassified, and keeps the counters).
+ */
 static int set_kernel_filter(struct cache *c)
 {
 	static struct sock_filter prog[BPF_MAXINSNS];
