@@ -17,6 +17,7 @@
 #   ctsyncd-bpf-ctev  the same, with the firewall's policy asking the kernel
 #                     for destroy events only (ct event set destroy), which
 #                     the tap does not need for the changes it reports
+#   ctsyncd-bpf-hs    EventSource bpf, HotStandby on
 #   conntrackd-noext  conntrackd 1.4.7 with DisableExternalCache on (its way
 #                     of writing received states straight into the backup's kernel)
 #   listener          not in the default: `conntrack -E` alone reading the
@@ -68,7 +69,7 @@ KINDS=none,conntrackd,ctsyncd,ctsyncd-keyed,ctsyncd-hs,ctsyncd-keyed-hs,conntrac
 BUILD=""
 OUT=""
 CT_EVENTS=""
-ALL_KINDS=" none conntrackd ctsyncd ctsyncd-bpf ctsyncd-bpf-ctev ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext listener event-floor bpf-tap "
+ALL_KINDS=" none conntrackd ctsyncd ctsyncd-bpf ctsyncd-bpf-ctev ctsyncd-bpf-hs ctsyncd-keyed ctsyncd-hs ctsyncd-keyed-hs conntrackd-noext listener event-floor bpf-tap "
 die() { echo "session-rate: $*" >&2; exit 2; }
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while (($#)); do
@@ -215,7 +216,7 @@ write_conf() {   # write_conf KIND SIDE
 	[[ $k == conntrackd-noext ]] && mode_opts="DisableExternalCache on"
 	[[ $k == *keyed* ]] && key_line=$'\n\tKey '"$KEY"
 	# ctsyncd only: conntrackd rejects the option
-	[[ $k == *-bpf || $k == *-bpf-ctev ]] && source_line=$'\n\tEventSource bpf'
+	[[ $k == ctsyncd-bpf* ]] && source_line=$'\n\tEventSource bpf'
 	cat >"$(conf "$k" "$s")" <<CONF
 # bench/session-rate.sh: $k, $s
 Sync {
@@ -364,7 +365,7 @@ PY
 		row "$k" "$size" "$rep" cpu_backup "$(calc "100 * ($cB1 - $cB0) / $SECONDS_RUN")" "%"
 	fi
 	# EventSource bpf: that the tap was used, and lost nothing
-	if [[ $k == *-bpf || $k == *-bpf-ctev ]]; then
+	if [[ $k == ctsyncd-bpf* ]]; then
 		"$CTSYNCD" -C "$(conf "$k" F)" -s --json 2>/dev/null | python3 -c '
 import json, sys
 k, size, rep = sys.argv[1:4]
@@ -415,7 +416,7 @@ for s in sizes:
             k, s, r, 100 * drops[k], med(k, s, "p50_us") / 1000, med(k, s, "p99_us") / 1000,
             med(k, s, "invalid_drops"), med(k, s, "syn_retrans"), med(k, s, "listen_drops"),
             med(k, s, "cpu_primary"), med(k, s, "cpu_backup")) + "  %7.0f" % med(k, s, "retrans"))
-    for k in ("ctsyncd", "ctsyncd-bpf", "ctsyncd-bpf-ctev", "ctsyncd-keyed", "ctsyncd-hs", "ctsyncd-keyed-hs"):
+    for k in ("ctsyncd", "ctsyncd-bpf", "ctsyncd-bpf-ctev", "ctsyncd-bpf-hs", "ctsyncd-keyed", "ctsyncd-hs", "ctsyncd-keyed-hs"):
         if k in drops and "conntrackd" in drops and drops["conntrackd"] == drops["conntrackd"]:
             c = drops["conntrackd"]
             ok = drops[k] <= 0.05 and (drops[k] <= c / 3 if c > 0 else drops[k] <= 0)
