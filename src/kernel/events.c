@@ -461,8 +461,9 @@ static int tap_drain(struct kernel_events *ev)
 	if (lost != ev->tap_lost_seen) {
 		ev->st.tap_lost += lost - ev->tap_lost_seen;
 		ev->st.overruns++;
-		log_warning("BPF event tap: %llu records lost (ring full); resynchronising",
-			    (unsigned long long)(lost - ev->tap_lost_seen));
+		/* the owner's resync warns, once per window: a flood must not flood the log */
+		log_debug("BPF event tap: %llu records lost (ring full)",
+			  (unsigned long long)(lost - ev->tap_lost_seen));
 		ev->tap_lost_seen = lost;
 		if (ev->cb.on_overrun)
 			ev->cb.on_overrun(ev->arg, ev->st.rcvbuf);

@@ -13,7 +13,7 @@
  * The kernel says which packets do: the events a packet causes wait in
  * the entry's event cache until the confirmation hook delivers them, right
  * after this one, so a non-empty cache is exactly a change ctnetlink would
- * report.  The entry has that cache because the event socket listens to
+ * report (a new entry excepted: its NEW is cached by the confirmation).  The entry has that cache because the event socket listens to
  * the DESTROY group (nf_conntrack_events 2, the default, adds it to every
  * entry while a listener exists).
  *
@@ -206,7 +206,13 @@ int tap_packet(struct bpf_nf_ctx *ctx)
 	if (!ext || bpf_probe_read_kernel(off, sizeof(off), ext) < 0 || ecache >= 9 || !off[ecache])
 		return NF_ACCEPT;       /* no event cache: the kernel reports nothing of it either */
 	e = (const struct nf_conntrack_ecache *)((const __u8 *)ext + off[ecache]);
-	if (bpf_probe_read_kernel(&cache, sizeof(cache), &e->cache) < 0 || !cache)
+	/*
+	 * An unconfirmed entry is new: its NEW event is cached only by the
+	 * confirmation itself, and a first UDP or ICMP packet caches nothing
+	 * before it.
+	 */
+	if (bpf_probe_read_kernel(&cache, sizeof(cache), &e->cache) < 0 ||
+	    (!cache && (status & IPS_CONFIRMED)))
 		return NF_ACCEPT;       /* this packet changed nothing */
 	r = bpf_ringbuf_reserve(&tap_ring, sizeof(*r), 0);
 	if (!r) {

@@ -8,7 +8,8 @@
 # that the helper rewrites, so that A adjusts its TCP sequence numbers: B
 # must have the same adjustment (read with tests/integration/kernel-driver).
 # A destroy made on A with conntrack -D leaves B's external cache.
-# bpf-events.sh runs all of it with EventSource bpf on both sides.
+# bpf-events.sh runs all of it with EventSource bpf on both sides, and then
+# floods A's tap while its daemon is stopped: the lost records are repaired.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/pair.sh"
 require_root
@@ -171,6 +172,31 @@ if [[ ${EVENT_SOURCE:-} == bpf ]]; then
 		# /proc/net/netlink: protocol 12 is netfilter; groups 1 and 2 (NEW, UPDATE) are bits 0 and 1
 		ct_groups() { ip netns exec "$NS_A" awk '$2 == 12 { g = or(g, strtonum("0x" $4)) } END { print and(g, 3) }' /proc/net/netlink; }
 		check "... and no socket on A is in ctnetlink's NEW or UPDATE group" eval '[[ $(ct_groups) == 0 ]]'
+
+		# A flood while A's daemon is stopped: 20000 new UDP flows (20
+		# destination ports, within the SNAT range's 1000 ports each) make
+		# 20000 records, more than the 2 MiB ring holds.  The loss must be
+		# counted and repaired by one resync (NetlinkOverrunResync), not lost.
+		apid=$(head -n1 "$WORK/A.lock")
+		kill -STOP "$apid"
+		ip netns exec "$NS_C" python3 -c '
+import socket
+for i in range(20000):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind(("198.18.40.10", 20000 + i)); u.sendto(b"x", ("198.18.41.10", 6000 + i % 20)); u.close()
+'
+		flood_in_kernel=$(ct_in A -L -p udp 2>/dev/null | grep -c "dport=60[01][0-9] ")
+		kill -CONT "$apid"
+		check "the flood is in A's kernel ($flood_in_kernel of 20000 flows)" test "$flood_in_kernel" -ge 19000
+		check "A counts the records the full ring lost ($(kernel_stat bpf_tap_lost))" \
+			wait_until 5 eval '(( $(kernel_stat bpf_tap_lost) > 0 ))'
+		flood_in() { ctl "$1" "$2" | grep -c "dport=60[01][0-9] "; }
+		check "A's resync brings every flood flow into its internal cache" \
+			wait_until 20 eval '(( $(flood_in A -i) >= flood_in_kernel ))'
+		check "... and to B ($(flood_in B -e) of $flood_in_kernel)" \
+			wait_until 20 eval '(( $(flood_in B -e) >= flood_in_kernel ))'
+		check "... by one resync, not one per lost batch ($(kernel_stat resyncs))" \
+			eval '(( $(kernel_stat resyncs) >= 1 && $(kernel_stat resyncs) <= 2 ))'
 	else
 		# a kernel without netfilter BPF links (before 6.4, or no BTF): the fallback
 		check "this kernel refuses the BPF tap: A says so and follows ctnetlink" \
