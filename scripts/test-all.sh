@@ -41,11 +41,14 @@ check_in() {
 	fi
 }
 
-# The end of the log of every test under DIR that failed, skipped or erred.
+# The failed checks and the end of the log of every test under DIR that
+# failed, skipped or erred.
 show_failed_logs() {
 	local log
 	for log in $(grep -lE '^(FAIL|SKIP|ERROR)' $(find "$@" -path '*/tests/*' -name '*.log' 2>/dev/null) 2>/dev/null); do
 		echo "--- $log"
+		# The failed checks first: the tail may start after them.
+		grep -E '^FAIL - ' "$log" | head -n 20
 		tail -n 40 "$log"
 	done
 }
