@@ -103,7 +103,7 @@ distcheck() {
 	local tests
 	tests=$(distcheck_tests)
 	[[ -n $tests ]] || { echo "cannot list the tests"; return 1; }
-	SUITE_SCALE=small make -C build/default distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror \
+	SUITE_SCALE=small make -C build/default -j"$(nproc)" distcheck DISTCHECK_CONFIGURE_FLAGS=--enable-werror \
 		AM_MAKEFLAGS="TESTS='$tests'" >build/default/distcheck.out 2>&1 &&
 		make -C build/default distdir >>build/default/distcheck.out 2>&1 && dist_holds_the_tree &&
 		{ rm -rf build/default/ctsyncd-*/; return 0; }

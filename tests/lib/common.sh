@@ -131,7 +131,8 @@ trap 'exit 130' INT TERM
 
 # Print the closing line and exit with the right status.
 finish() {
-	printf '%s: %d passed, %d failed\n' "$TEST_NAME" "$TESTS_PASSED" "$TESTS_FAILED"
+	# The duration helps order tests/automake.mk: the longest start first.
+	printf '%s: %d passed, %d failed (%d s)\n' "$TEST_NAME" "$TESTS_PASSED" "$TESTS_FAILED" "$SECONDS"
 	((TESTS_FAILED == 0))
 	exit $?
 }
