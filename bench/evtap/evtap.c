@@ -42,7 +42,8 @@
 /* Newer than libbpf 1.1's and linux-libc-dev 6.1's headers: the values are ABI. */
 #define EVTAP_PROG_TYPE_NETFILTER 32
 #define EVTAP_ATTACH_NETFILTER 45
-#define EVTAP_NF_PRIO (INT_MAX - 1)    /* after everything but the confirmation */
+/* after everything but the confirmation: INT_MAX, IPv6 input's INT_MAX - 1 */
+#define EVTAP_NF_PRIO (INT_MAX - 1)
 
 static volatile sig_atomic_t stop;
 static unsigned long long n_new, n_update, n_nl, n_overruns, n_ring_bytes;
@@ -125,7 +126,7 @@ static int on_record(void *ctx, void *data, size_t size)
 }
 
 /* libbpf 1.1 has no netfilter link: BPF_LINK_CREATE by hand. */
-static int nf_link(int prog, unsigned pf, unsigned hook)
+static int nf_link(int prog, unsigned pf, unsigned hook, int prio)
 {
 	union bpf_attr attr;
 	__u32 *raw = (__u32 *)&attr;
@@ -136,7 +137,7 @@ static int nf_link(int prog, unsigned pf, unsigned hook)
 	/* link_create.netfilter: pf, hooknum, priority, flags after the four common words */
 	raw[4] = pf;
 	raw[5] = hook;
-	raw[6] = (__u32)EVTAP_NF_PRIO;
+	raw[6] = (__u32)prio;
 	raw[7] = 0;
 	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
@@ -160,11 +161,12 @@ static struct ring_buffer *bpf_open(const char *object, int *lost_fd)
 	if (bpf_object__load(obj))
 		return NULL;
 	fd = bpf_program__fd(prog);
-	if (nf_link(fd, NFPROTO_IPV4, NF_INET_LOCAL_IN) < 0 || nf_link(fd, NFPROTO_IPV4, NF_INET_POST_ROUTING) < 0)
+	if (nf_link(fd, NFPROTO_IPV4, NF_INET_LOCAL_IN, EVTAP_NF_PRIO) < 0 ||
+	    nf_link(fd, NFPROTO_IPV4, NF_INET_POST_ROUTING, EVTAP_NF_PRIO) < 0)
 		return NULL;
 	/* IPv6 may be off in this namespace: its hooks are optional */
-	nf_link(fd, NFPROTO_IPV6, NF_INET_LOCAL_IN);
-	nf_link(fd, NFPROTO_IPV6, NF_INET_POST_ROUTING);
+	nf_link(fd, NFPROTO_IPV6, NF_INET_LOCAL_IN, EVTAP_NF_PRIO - 1);
+	nf_link(fd, NFPROTO_IPV6, NF_INET_POST_ROUTING, EVTAP_NF_PRIO);
 	rb = ring_buffer__new(bpf_map__fd(bpf_object__find_map_by_name(obj, "events")), on_record, NULL, NULL);
 	*lost_fd = bpf_map__fd(bpf_object__find_map_by_name(obj, "lost"));
 	return rb;

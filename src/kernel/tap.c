@@ -35,8 +35,6 @@ extern const unsigned char ctsyncd_tap_obj_end[];
  */
 #define TAP_PROG_TYPE_NETFILTER 32
 #define TAP_ATTACH_NETFILTER 45
-/* After every hook but the confirmation (INT_MAX, which a BPF link may not take). */
-#define TAP_NF_PRIORITY (INT_MAX - 1)
 #define TAP_LINKS 4
 
 struct kernel_tap {
@@ -84,8 +82,26 @@ static int keep_reason(enum libbpf_print_level level, const char *fmt, va_list a
 	return 0;
 }
 
+/*
+ * Where the tap hooks in: after every hook but the conntrack confirmation,
+ * which hands the entry's cached events over and clears them.  The
+ * confirmation is at INT_MAX, except IPv6's at INPUT, at INT_MAX - 1.  A
+ * BPF link may not share its priority with any hook (the kernel answers
+ * EBUSY), and a hook registered later at an equal priority runs before it.
+ */
+static const struct tap_hook {
+	unsigned pf, hooknum;
+	int priority;
+	const char *name;
+} tap_hooks[TAP_LINKS] = {
+	{ NFPROTO_IPV4, NF_INET_LOCAL_IN, INT_MAX - 1, "IPv4 input" },
+	{ NFPROTO_IPV4, NF_INET_POST_ROUTING, INT_MAX - 1, "IPv4 postrouting" },
+	{ NFPROTO_IPV6, NF_INET_LOCAL_IN, INT_MAX - 2, "IPv6 input" },
+	{ NFPROTO_IPV6, NF_INET_POST_ROUTING, INT_MAX - 1, "IPv6 postrouting" },
+};
+
 /* libbpf before 1.2 cannot create a netfilter link: BPF_LINK_CREATE by hand. */
-static int nf_link(int prog, unsigned pf, unsigned hook)
+static int nf_link(int prog, const struct tap_hook *h)
 {
 	union bpf_attr attr;
 	__u32 *word = (__u32 *)&attr;
@@ -94,9 +110,9 @@ static int nf_link(int prog, unsigned pf, unsigned hook)
 	attr.link_create.prog_fd = (__u32)prog;
 	attr.link_create.attach_type = TAP_ATTACH_NETFILTER;
 	/* link_create.netfilter follows the four common words: pf, hooknum, priority, flags */
-	word[4] = pf;
-	word[5] = hook;
-	word[6] = (__u32)TAP_NF_PRIORITY;
+	word[4] = h->pf;
+	word[5] = h->hooknum;
+	word[6] = (__u32)h->priority;
 	word[7] = 0;
 	return (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 }
@@ -255,20 +271,22 @@ struct kernel_tap *kernel_tap_open(const struct kernel_tap_opts *o, int nl_fd, c
 		return fail(t, why, why_len, "cannot map the BPF programs' variables", errno);
 	}
 	fd = bpf_program__fd(packet);
-	for (unsigned pf = 0; pf < 2; pf++) {
-		static const unsigned hooks[2] = { NF_INET_LOCAL_IN, NF_INET_POST_ROUTING };
+	for (unsigned i = 0; i < TAP_LINKS; i++) {
+		const struct tap_hook *h = &tap_hooks[i];
+		int l = nf_link(fd, h), link_err = errno;
+		char what[96];
 
-		for (unsigned h = 0; h < 2; h++) {
-			int l = nf_link(fd, pf ? NFPROTO_IPV6 : NFPROTO_IPV4, hooks[h]);
-
-			if (l >= 0) {
-				t->links[t->nlinks++] = l;
-				continue;
-			}
-			/* IPv6 may be off in this namespace; IPv4 never is */
-			if (!pf)
-				return fail(t, why, why_len, "cannot hook the BPF program into netfilter", errno);
+		if (l >= 0) {
+			t->links[t->nlinks++] = l;
+			continue;
 		}
+		/* a kernel without IPv6 has no IPv6 entries to miss */
+		if (h->pf == NFPROTO_IPV6 && link_err == EAFNOSUPPORT)
+			continue;
+		/* any other hook missing would lose that path's changes unseen */
+		snprintf(what, sizeof(what), "cannot hook the BPF program into netfilter (%s, priority %d)",
+			 h->name, h->priority);
+		return fail(t, why, why_len, what, link_err);
 	}
 	fd = bpf_program__fd(netlink);
 	if (setsockopt(nl_fd, SOL_SOCKET, SO_ATTACH_BPF, &fd, sizeof(fd)) < 0)
