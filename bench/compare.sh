@@ -235,44 +235,21 @@ nsof() { case $1 in A) echo "$NS_A" ;; B) echo "$NS_B" ;; R) echo "$NS_R" ;; esa
 conf() { echo "$OUT/$1-$2.conf"; }
 
 write_conf() {   # write_conf DAEMON SIDE
-	local d=$1 side=$2 me peer dev resync_line="" key_line=""
-	[[ $OVERRUN_RESYNC != default ]] && resync_line=$'\n\tNetlinkOverrunResync '"$OVERRUN_RESYNC"
-	[[ $d == ctsyncd-keyed ]] && key_line=$'\n\tKey '"$KEY"
-	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
-	cat >"$OUT/$d-$side.conf" <<CONF
-# bench/compare.sh: $d, firewall $side
-Sync {
-	Mode FTFW { }$key_line
-	UDP {
-		IPv4_address 198.18.1.$me
-		IPv4_Destination_Address 198.18.1.$peer
-		Port 3780
-		Interface $dev
-		SndSocketBuffer 8388608
-		RcvSocketBuffer 8388608
-	}
+	local d=$1 side=$2 me=1 peer=2 dev=syncA key_line="" general
+	[[ $side == B ]] && me=2 peer=1 dev=syncB
+	[[ $d == ctsyncd-keyed ]] && key_line="Key $KEY"
+	general="HashSize 262144
+HashLimit $HASHLIMIT
+NetlinkBufferSize $NETLINK_BUFFER
+NetlinkBufferSizeMaxGrowth 134217728"
+	[[ $OVERRUN_RESYNC != default ]] && general+=$'\nNetlinkOverrunResync '"$OVERRUN_RESYNC"
+	bench_write_conf "$(conf "$d" "$side")" "bench/compare.sh: $d, firewall $side" "$me" "$peer" "$dev" "" \
+		"$key_line" "$general"
 }
-General {
-	Systemd off
-	HashSize 262144
-	HashLimit $HASHLIMIT
-	NetlinkBufferSize $NETLINK_BUFFER
-	NetlinkBufferSizeMaxGrowth 134217728$resync_line
-	LogFile $OUT/$d-$side.log
-	LockFile $OUT/$d-$side.lock
-	UNIX { Path $OUT/$d-$side.ctl }
-}
-CONF
-}
-# ctsyncd-keyed: one key for both nodes, made for this run, root's and
-# private as ctsyncd demands (it refuses a key file that is not)
+# ctsyncd-keyed: one key for both nodes, made for this run
 KEY=$OUT/sync.key
 if has_kind ctsyncd-keyed; then
-	rm -f "$KEY"
-	(umask 077 && "$CTSYNCD" --genkey >"$KEY") && chown root:root "$KEY" && chmod 600 "$KEY" ||
-		{ echo "compare: cannot make the key $KEY with ctsyncd --genkey" >&2; exit 1; }
-	[[ $(stat -c '%u %a' "$KEY") == "0 600" ]] ||
-		{ echo "compare: $KEY is not root's with mode 600: $(stat -c '%U %a' "$KEY")" >&2; exit 1; }
+	bench_make_key "$CTSYNCD" "$KEY" || exit 1
 fi
 for d in "${KIND_LIST[@]}"; do write_conf "$d" A; write_conf "$d" B; done
 if has_kind ctsyncd-keyed; then

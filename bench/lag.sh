@@ -172,35 +172,18 @@ nsof() { if [[ $1 == A ]]; then echo "$NS_A"; else echo "$NS_B"; fi; }
 conf() { echo "$OUT/$1-$2.conf"; }
 # The configuration of compare.sh; B writes received states into its kernel.
 write_conf() {   # write_conf KIND SIDE
-	local d=$1 side=$2 me peer dev mode="" buf=""
-	if [[ $side == A ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
+	local d=$1 side=$2 me=1 peer=2 dev=syncA mode="" general
+	[[ $side == B ]] && me=2 peer=1 dev=syncB
 	if [[ $side == B ]]; then
 		if [[ $d == ctsyncd-hs ]]; then mode="HotStandby on"; else mode="DisableExternalCache on"; fi
 	fi
-	[[ $NETLINK_BUFFER != default ]] && buf=$'\n\tNetlinkBufferSize '"$NETLINK_BUFFER"$'\n\tNetlinkBufferSizeMaxGrowth 134217728'
-	cat >"$OUT/$d-$side.conf" <<CONF
-# bench/lag.sh: $d, firewall $side
-Sync {
-	Mode FTFW { $mode }
-	UDP {
-		IPv4_address 198.18.1.$me
-		IPv4_Destination_Address 198.18.1.$peer
-		Port 3780
-		Interface $dev
-		SndSocketBuffer 8388608
-		RcvSocketBuffer 8388608
-	}
-}
-General {
-	Systemd off
-	HashSize 262144
-	HashLimit $HASHLIMIT$buf
-	NetlinkOverrunResync 2
-	LogFile $OUT/$d-$side.log
-	LockFile $OUT/$d-$side.lock
-	UNIX { Path $OUT/$d-$side.ctl }
-}
-CONF
+	general="HashSize 262144
+HashLimit $HASHLIMIT"
+	[[ $NETLINK_BUFFER != default ]] &&
+		general+=$'\nNetlinkBufferSize '"$NETLINK_BUFFER"$'\nNetlinkBufferSizeMaxGrowth 134217728'
+	general+=$'\nNetlinkOverrunResync 2'
+	bench_write_conf "$(conf "$d" "$side")" "bench/lag.sh: $d, firewall $side" "$me" "$peer" "$dev" "$mode" \
+		"" "$general"
 }
 for d in "${KIND_LIST[@]}"; do write_conf "$d" A; write_conf "$d" B; done
 

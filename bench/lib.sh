@@ -1,6 +1,6 @@
-# bench/lib.sh: shell pieces shared by bench/compare.sh, bench/session-rate.sh
-# and scripts/ctsyncd-lab.  Source it after setting BENCH_NAME (the prefix of
-# the messages, e.g. "compare").
+# bench/lib.sh: shell pieces shared by the benchmarks under bench/ and by
+# scripts/ctsyncd-lab.  Source it after setting BENCH_NAME (the prefix of the
+# messages, e.g. "compare").
 
 # bench_need_pkg PKG: install a Debian package when dpkg says it is missing
 bench_need_pkg() {
@@ -73,4 +73,35 @@ bench_daemon_pid() {
 		fi
 	done
 	return 1
+}
+
+# bench_write_conf FILE TITLE ME PEER DEV MODE_OPTS SYNC_LINES GENERAL_LINES:
+# the benchmarks' configuration of one firewall, the same for every daemon
+# kind: FTFW with MODE_OPTS over UDP on the sync link (198.18.1.ME to
+# 198.18.1.PEER on DEV, 8 MiB socket buffers).  SYNC_LINES and GENERAL_LINES
+# are further options, one per line, for the Sync and the General block.  The
+# log, lock and control socket are FILE with .log, .lock and .ctl for .conf.
+bench_write_conf() {
+	local file=$1 title=$2 me=$3 peer=$4 dev=$5 mode_opts=$6 sync_lines=$7 general_lines=$8
+	local stem=${1%.conf} line
+	{
+		printf '# %s\nSync {\n\tMode FTFW { %s}\n' "$title" "${mode_opts:+$mode_opts }"
+		while IFS= read -r line; do [[ -n $line ]] && printf '\t%s\n' "$line"; done <<<"$sync_lines"
+		printf '\tUDP {\n\t\tIPv4_address 198.18.1.%s\n\t\tIPv4_Destination_Address 198.18.1.%s\n' "$me" "$peer"
+		printf '\t\tPort 3780\n\t\tInterface %s\n\t\tSndSocketBuffer 8388608\n\t\tRcvSocketBuffer 8388608\n\t}\n}\n' "$dev"
+		printf 'General {\n\tSystemd off\n'
+		while IFS= read -r line; do [[ -n $line ]] && printf '\t%s\n' "$line"; done <<<"$general_lines"
+		printf '\tLogFile %s.log\n\tLockFile %s.lock\n\tUNIX { Path %s.ctl }\n}\n' "$stem" "$stem" "$stem"
+	} >"$file"
+}
+
+# bench_make_key CTSYNCD FILE: a sync key made by `ctsyncd --genkey`, root's
+# and mode 600 as ctsyncd demands of a key file; says why on failure.
+bench_make_key() {
+	local ctsyncd=$1 key=$2
+	rm -f "$key"
+	(umask 077 && "$ctsyncd" --genkey >"$key") && chown root:root "$key" && chmod 600 "$key" ||
+		{ echo "$BENCH_NAME: cannot make the key $key with ctsyncd --genkey" >&2; return 1; }
+	[[ $(stat -c '%u %a' "$key") == "0 600" ]] ||
+		{ echo "$BENCH_NAME: $key is not root's with mode 600: $(stat -c '%U %a' "$key")" >&2; return 1; }
 }

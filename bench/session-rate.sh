@@ -204,44 +204,24 @@ sleep 0.3
 # ---------------------------------------------------------------------------
 KEY=$OUT/sync.key
 if [[ $KINDS == *keyed* ]]; then
-	rm -f "$KEY"
-	(umask 077 && "$CTSYNCD" --genkey >"$KEY") && chown root:root "$KEY" && chmod 600 "$KEY" ||
-		die "cannot make the key $KEY with ctsyncd --genkey"
+	bench_make_key "$CTSYNCD" "$KEY" || exit 2
 fi
 conf() { echo "$OUT/$1-$2.conf"; }
 write_conf() {   # write_conf KIND SIDE
-	local k=$1 s=$2 me peer dev mode_opts="" key_line="" source_line=""
-	if [[ $s == F ]]; then me=1 peer=2 dev=syncA; else me=2 peer=1 dev=syncB; fi
+	local k=$1 s=$2 me=1 peer=2 dev=syncA mode_opts="" key_line="" general
+	[[ $s == B ]] && me=2 peer=1 dev=syncB
 	[[ $k == *-hs ]] && mode_opts="HotStandby on"
 	[[ $k == conntrackd-noext ]] && mode_opts="DisableExternalCache on"
-	[[ $k == *keyed* ]] && key_line=$'\n\tKey '"$KEY"
+	[[ $k == *keyed* ]] && key_line="Key $KEY"
+	general="HashSize 65536
+HashLimit 524288
+NetlinkBufferSize 2097152
+NetlinkBufferSizeMaxGrowth 134217728
+NetlinkOverrunResync 2"
 	# ctsyncd only: conntrackd rejects the option
-	[[ $k == ctsyncd-bpf* ]] && source_line=$'\n\tEventSource bpf'
-	cat >"$(conf "$k" "$s")" <<CONF
-# bench/session-rate.sh: $k, $s
-Sync {
-	Mode FTFW { $mode_opts }$key_line
-	UDP {
-		IPv4_address 198.18.1.$me
-		IPv4_Destination_Address 198.18.1.$peer
-		Port 3780
-		Interface $dev
-		SndSocketBuffer 8388608
-		RcvSocketBuffer 8388608
-	}
-}
-General {
-	Systemd off
-	HashSize 65536
-	HashLimit 524288
-	NetlinkBufferSize 2097152
-	NetlinkBufferSizeMaxGrowth 134217728
-	NetlinkOverrunResync 2${source_line}
-	LogFile $OUT/$k-$s.log
-	LockFile $OUT/$k-$s.lock
-	UNIX { Path $OUT/$k-$s.ctl }
-}
-CONF
+	[[ $k == ctsyncd-bpf* ]] && general+=$'\nEventSource bpf'
+	bench_write_conf "$(conf "$k" "$s")" "bench/session-rate.sh: $k, $s" "$me" "$peer" "$dev" "$mode_opts" \
+		"$key_line" "$general"
 }
 for k in "${KIND_LIST[@]}"; do
 	[[ $k == none || $k == listener ]] && continue
