@@ -7,13 +7,12 @@
  * the update event the packet will cause (cache_local_observe()); the
  * engine then sends it, and the packet waits until the engine reports the
  * flow acknowledged by every peer it waits for (confirm_acked()), or
- * ConfirmTimeout passes.  Held packets are slots of one array: a FIFO in
- * arrival order (so also in deadline order: one timeout for all) and hash
- * chains by flow handle, so that an acknowledgement finds its packets in
- * O(1) and costs nothing while none is held.
+ * ConfirmTimeout passes.  The held packets are a holdset (holdset.h); this
+ * file binds it to the queue, the loop's clock and the engine.
  */
 #include "build-config.h"
 #include "confirm.h"
+#include "holdset.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -29,21 +28,13 @@
 #include "loop/loop.h"
 #include "sync/sync.h"
 
-#define NONE UINT32_MAX
 /* The hold times kept for the quantiles of -s: the latest this many. */
 #define SAMPLES 4096u
 /* A failed read-back is logged at most this often. */
 #define LOG_EVERY_MS 10000u
 
-struct held {
-	uint32_t id;                    /* the packet's, for the verdict */
-	uint32_t handle;                /* its flow in the internal cache */
-	uint64_t deadline_ms;           /* loop time */
-	uint64_t since_us;              /* monotonic, for the hold time */
-	uint32_t prev, next;            /* FIFO, in arrival order */
-	uint32_t hnext;                 /* chain of its hash bucket */
-	uint32_t bucket;                /* the bucket's index, for unlinking */
-};
+/* Why a held packet goes: the counter it is counted under. */
+enum { WHY_CONFIRMED = 1, WHY_TIMED_OUT, WHY_NO_PEER, WHY_GONE };
 
 struct confirm_counters {
 	uint64_t packets;               /* queued packets received */
@@ -68,13 +59,8 @@ struct confirm {
 	uint32_t timeout_ms;
 	uint32_t held_max;
 
-	struct held *slots;
-	uint32_t cap;                   /* slots allocated (>= held_max) */
-	uint32_t free_head;             /* free list through .next */
-	uint32_t head, tail;            /* FIFO */
-	uint32_t n;                     /* held now */
-	uint32_t *buckets;              /* heads of the hash chains */
-	uint32_t bucket_mask;
+	struct holdset held;            /* deadlines in loop time, arrivals in monotonic us */
+	uint64_t released_at_us;        /* the release being made, for the hold time */
 
 	struct confirm_counters c;
 	uint32_t samples[SAMPLES];      /* hold times, us, a ring */
@@ -90,47 +76,6 @@ static uint64_t now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static uint32_t bucket_of(const struct confirm *c, uint32_t handle)
-{
-	return (handle * 2654435761u) & c->bucket_mask;
-}
-
-/* (Re)build the slots and buckets for `cap` packets; the held ones keep their place. */
-static int grow(struct confirm *c, uint32_t cap)
-{
-	uint32_t nb = 64, *b;
-	struct held *s;
-
-	if (cap <= c->cap)
-		return 0;
-	while (nb < cap * 2 && nb < (1u << 31))
-		nb <<= 1;
-	s = realloc(c->slots, (size_t)cap * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	c->slots = s;
-	b = malloc((size_t)nb * sizeof(*b));
-	if (!b)
-		return -ENOMEM;
-	/* New slots join the free list; the buckets are rebuilt from the FIFO. */
-	for (uint32_t i = cap; i-- > c->cap;) {
-		s[i].next = c->free_head;
-		c->free_head = i;
-	}
-	c->cap = cap;
-	free(c->buckets);
-	c->buckets = b;
-	c->bucket_mask = nb - 1;
-	for (uint32_t i = 0; i < nb; i++)
-		b[i] = NONE;
-	for (uint32_t i = c->head; i != NONE; i = s[i].next) {
-		s[i].bucket = bucket_of(c, s[i].handle);
-		s[i].hnext = b[s[i].bucket];
-		b[s[i].bucket] = i;
-	}
-	return 0;
 }
 
 static void sample(struct confirm *c, uint64_t us)
@@ -151,65 +96,38 @@ static void verdict_accept(struct confirm *c, uint32_t id)
 		log_warning("a-priori mode: cannot send verdicts to NFQUEUE %u: %s", c->num, strerror(-err));
 }
 
-/* Take slot `i` out of the FIFO and its chain, accept its packet, free it. */
-static void release(struct confirm *c, uint32_t i, uint64_t *counter, uint64_t now)
+/* holdset_release_fn: accept a held packet and count it under `why`. */
+static void on_release(void *arg, uint32_t id, uint64_t since_us, int why)
 {
-	struct held *h = &c->slots[i];
-	uint32_t *p = &c->buckets[h->bucket];
+	struct confirm *c = arg;
 
-	while (*p != i)
-		p = &c->slots[*p].hnext;
-	*p = h->hnext;
-	if (h->prev != NONE)
-		c->slots[h->prev].next = h->next;
-	else
-		c->head = h->next;
-	if (h->next != NONE)
-		c->slots[h->next].prev = h->prev;
-	else
-		c->tail = h->prev;
-	verdict_accept(c, h->id);
-	(*counter)++;
-	if (counter == &c->c.confirmed)
-		sample(c, now - h->since_us);
-	h->next = c->free_head;
-	c->free_head = i;
-	c->n--;
+	verdict_accept(c, id);
+	switch (why) {
+	case WHY_CONFIRMED:
+		c->c.confirmed++;
+		sample(c, c->released_at_us - since_us);
+		break;
+	case WHY_TIMED_OUT:
+		c->c.timed_out++;
+		break;
+	case WHY_NO_PEER:
+		c->c.no_peer++;
+		break;
+	default:
+		c->c.gone++;
+		break;
+	}
 }
 
 static void arm(struct confirm *c)
 {
-	uint64_t now = loop_now_ms(c->loop);
+	uint64_t now = loop_now_ms(c->loop), deadline;
 
-	if (c->head == NONE) {
+	if (!holdset_next_deadline(&c->held, &deadline)) {
 		loop_timer_disarm(c->timer);
 		return;
 	}
-	loop_timer_arm(c->timer, c->slots[c->head].deadline_ms > now ? c->slots[c->head].deadline_ms - now : 0);
-}
-
-static void hold(struct confirm *c, uint32_t id, uint32_t handle, uint64_t since)
-{
-	uint32_t i = c->free_head;
-	struct held *h = &c->slots[i];
-
-	c->free_head = h->next;
-	*h = (struct held){
-		.id = id, .handle = handle, .since_us = since,
-		.deadline_ms = loop_now_ms(c->loop) + c->timeout_ms,
-		.prev = c->tail, .next = NONE, .bucket = bucket_of(c, handle),
-	};
-	h->hnext = c->buckets[h->bucket];
-	c->buckets[h->bucket] = i;
-	if (c->tail != NONE)
-		c->slots[c->tail].next = i;
-	else
-		c->head = i;
-	c->tail = i;
-	if (++c->n > c->c.held_peak)
-		c->c.held_peak = c->n;
-	if (c->head == i)
-		arm(c);
+	loop_timer_arm(c->timer, deadline > now ? deadline - now : 0);
 }
 
 /* The kernel's state of the packet's connection: given with it, or read back by its reply tuple. */
@@ -264,76 +182,71 @@ static void on_packet(void *arg, const struct kernel_nfqueue_packet *p)
 	case FTFW_ACK_PENDING:
 		break;
 	}
-	if (c->n >= c->held_max) {
+	if (c->held.n >= c->held_max ||
+	    holdset_add(&c->held, p->id, h, loop_now_ms(c->loop) + c->timeout_ms, since) < 0) {
 		verdict_accept(c, p->id);
 		c->c.over_limit++;
 		return;
 	}
-	hold(c, p->id, h, since);
+	if (c->held.n > c->c.held_peak)
+		c->c.held_peak = c->held.n;
+	if (c->held.n == 1)
+		arm(c);
 }
 
-static void release_handle(struct confirm *c, uint32_t handle, uint64_t *counter)
+static void release_handle(struct confirm *c, uint32_t handle, int why)
 {
-	uint64_t now;
-	uint32_t i;
-
-	if (!c->n)
+	if (!c->held.n)
 		return;
-	now = now_us();
-	i = c->buckets[bucket_of(c, handle)];
-	while (i != NONE) {
-		uint32_t next = c->slots[i].hnext;
-
-		if (c->slots[i].handle == handle)
-			release(c, i, counter, now);
-		i = next;
-	}
-	arm(c);
+	c->released_at_us = now_us();
+	if (holdset_release_handle(&c->held, handle, why, on_release, c))
+		arm(c);
 }
 
 void confirm_acked(struct confirm *c, uint32_t handle)
 {
 	if (c)
-		release_handle(c, handle, &c->c.confirmed);
+		release_handle(c, handle, WHY_CONFIRMED);
 }
 
 void confirm_gone(struct confirm *c, uint32_t handle)
 {
 	if (c)
-		release_handle(c, handle, &c->c.gone);
+		release_handle(c, handle, WHY_GONE);
+}
+
+/* holdset_decide_fn: what the engine now says of a held packet's flow. */
+static int decide(void *arg, uint32_t handle)
+{
+	struct confirm *c = arg;
+
+	switch (ftfw_flow_ack_state(c->engine, handle)) {
+	case FTFW_ACK_NOBODY:
+		return WHY_NO_PEER;
+	case FTFW_ACK_DONE:
+		return WHY_CONFIRMED;
+	case FTFW_ACK_PENDING:
+		break;
+	}
+	return 0;
 }
 
 void confirm_recheck(struct confirm *c)
 {
-	uint64_t now;
-
-	if (!c || !c->n)
+	if (!c || !c->held.n)
 		return;
-	now = now_us();
-	for (uint32_t i = c->head, next; i != NONE; i = next) {
-		next = c->slots[i].next;
-		switch (ftfw_flow_ack_state(c->engine, c->slots[i].handle)) {
-		case FTFW_ACK_NOBODY:
-			release(c, i, &c->c.no_peer, now);
-			break;
-		case FTFW_ACK_DONE:
-			release(c, i, &c->c.confirmed, now);
-			break;
-		case FTFW_ACK_PENDING:
-			break;
-		}
-	}
+	c->released_at_us = now_us();
+	holdset_release_if(&c->held, decide, on_release, c);
 	arm(c);
 }
 
 static void on_timer(struct loop *loop, struct loop_timer *timer, void *arg)
 {
 	struct confirm *c = arg;
-	uint64_t now = loop_now_ms(loop), us = now_us();
 
 	(void)timer;
-	while (c->head != NONE && c->slots[c->head].deadline_ms <= now)
-		release(c, c->head, &c->c.timed_out, us);
+	c->released_at_us = now_us();
+	holdset_release_expired(&c->held, loop_now_ms(loop), WHY_TIMED_OUT, on_release, c);
 	arm(c);
 }
 
@@ -350,7 +263,7 @@ static void flush(struct loop *loop, void *arg)
 
 int confirm_reconfigure(struct confirm *c, const struct config_sync *s)
 {
-	int err = grow(c, s->confirm_held_max);
+	int err = holdset_grow(&c->held, s->confirm_held_max);
 
 	if (err < 0) {
 		log_error("a-priori mode: no memory for ConfirmHeldMax %u; keeping %u", s->confirm_held_max,
@@ -358,9 +271,7 @@ int confirm_reconfigure(struct confirm *c, const struct config_sync *s)
 		return err;
 	}
 	c->held_max = s->confirm_held_max;
-	/* Arrival order is deadline order under one timeout: it stays so. */
-	for (uint32_t i = c->head; i != NONE; i = c->slots[i].next)
-		c->slots[i].deadline_ms += (int64_t)s->confirm_timeout_ms - (int64_t)c->timeout_ms;
+	holdset_shift_deadlines(&c->held, (int64_t)s->confirm_timeout_ms - (int64_t)c->timeout_ms);
 	c->timeout_ms = s->confirm_timeout_ms;
 	arm(c);
 	return 0;
@@ -381,8 +292,7 @@ int confirm_start(struct confirm **out, const struct config_sync *s, struct loop
 	c->num = (uint16_t)s->confirm_queue;
 	c->timeout_ms = s->confirm_timeout_ms;
 	c->held_max = s->confirm_held_max;
-	c->head = c->tail = c->free_head = NONE;
-	err = grow(c, c->held_max);
+	err = holdset_init(&c->held, c->held_max);
 	if (err == 0 && !(c->timer = loop_timer_new(loop, on_timer, c)))
 		err = -ENOMEM;
 	if (err == 0)
@@ -418,19 +328,16 @@ int confirm_start(struct confirm **out, const struct config_sync *s, struct loop
 
 void confirm_stop(struct confirm *c)
 {
-	uint64_t us = now_us();
-
 	if (!c)
 		return;
 	/* Fail open: what we hold goes on rather than dying with our socket. */
-	while (c->queue && c->head != NONE)
-		release(c, c->head, &c->c.timed_out, us);
+	if (c->queue)
+		holdset_release_all(&c->held, WHY_TIMED_OUT, on_release, c);
 	kernel_nfqueue_close(c->queue);
 	loop_hook_remove(c->loop, flush, c);
 	loop_timer_free(c->timer);
 	kernel_getter_free(c->getter);
-	free(c->slots);
-	free(c->buckets);
+	holdset_free(&c->held);
 	free(c);
 }
 
@@ -458,7 +365,7 @@ void confirm_report(struct confirm *c, struct report *rep)
 	report_gauge(rep, "queue", c->num, "The NFQUEUE read (ConfirmQueue).");
 	report_flag(rep, "kernel_conntrack", qs.kernel_ct,
 		    "1 when the kernel sends each packet's conntrack; 0: read back by the packet's tuple.");
-	report_gauge(rep, "held", c->n, "Packets held now, waiting for the peers' acknowledgement.");
+	report_gauge(rep, "held", c->held.n, "Packets held now, waiting for the peers' acknowledgement.");
 	report_gauge(rep, "held_peak", c->c.held_peak, "Most packets held at once so far.");
 	report_counter(rep, "packets", c->c.packets, "Packets received from the queue.");
 	report_counter(rep, "confirmed", c->c.confirmed,
