@@ -19,10 +19,13 @@
 #      crashes: the connection lives on through fw2;
 #   3. a-priori, ConfirmTimeout 300 ms (a reload): the link stays down,
 #      connect() completes after the timeout, counted timed_out;
-#   4. asynchronous (no ConfirmQueue, the same queue rule: `bypass` lets
+#   4. a-priori, ConfirmHeldMax 1 (a reload) with the link down: one
+#      SYN-ACK is held, the next connection's passes at once, counted
+#      accepted_over_limit;
+#   5. asynchronous (no ConfirmQueue, the same queue rule: `bypass` lets
 #      the packets through): connect() completes at once, fw1 crashes, and
 #      the connection dies on fw2, which never got its state.
-# About 30 s.
+# About 15 s.
 . "$(dirname "$0")/../lib/common.sh"
 
 require_root
@@ -247,6 +250,25 @@ log "timeout: connect() took $(connect_ms c2) ms"
 check "timeout: counted as timed_out" at_least 1 timed_out 1
 touch "$WORK/c2.go"
 sync_up 1
+
+# 4. ConfirmHeldMax 1 by a reload, the link down: with one SYN-ACK held,
+# the next connection's goes through at once, counted accepted_over_limit
+# (were it held too, ConfirmTimeout 8000 would keep it past the 6 s waited).
+conf 1 "ConfirmQueue $QNUM ConfirmTimeout 8000 ConfirmHeldMax 1"
+kill -HUP "$(head -n1 "$WORK/fw1.lock")"
+wait_until 5 grep -q "ConfirmHeldMax" "$WORK/fw1.log"
+sleep 0.3
+sync_down 1
+open_conn c4
+check "over the limit: the first SYN-ACK is held" wait_until 6 at_least 1 held 1
+open_conn c5
+check "over the limit: the next connection completes at once" wait_until 6 connected c5
+log "over the limit: connect() took $(connect_ms c5) ms"
+check "over the limit: counted as accepted_over_limit" at_least 1 accepted_over_limit 1
+check "over the limit: no more than ConfirmHeldMax packets held ($(counter 1 held))" \
+	eval '(( $(counter 1 held) <= 1 ))'
+sync_up 1
+touch "$WORK/c4.go" "$WORK/c5.go"
 # status.sh runs no a-priori daemon: the confirm rows are checked here.
 confirm_keys_documented() {
 	ctl 1 -s --json | python3 -c '
