@@ -16,7 +16,8 @@
 #   1. no peer yet: the SYN-ACK passes at once, counted accepted_no_peer;
 #   2. a-priori: connect() does not complete while the link is down; the
 #      link comes back, the state is confirmed, connect() returns, fw1
-#      crashes: the connection lives on through fw2;
+#      crashes: the connection lives on through fw2; then a UDP flow's
+#      first reply, held the same way;
 #   3. a-priori, ConfirmTimeout 300 ms (a reload): the link stays down,
 #      connect() completes after the timeout, counted timed_out;
 #   4. a-priori, ConfirmHeldMax 1 (a reload) with the link down: one
@@ -56,8 +57,10 @@ setup() {
 		ip -n "$ns" addr add "198.18.10.$n/24" dev lan0
 		ip -n "$ns" addr add "198.18.20.$n/24" dev wan0
 		ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 net.netfilter.nf_conntrack_tcp_loose=0 \
-			net.netfilter.nf_conntrack_events=1 || return 1
+			net.netfilter.nf_conntrack_events=1 net.netfilter.nf_conntrack_acct=1 || return 1
 		policy "$ns" || return 1
+		ip netns exec "$ns" nft add table inet apriori_cut \; \
+			add chain inet apriori_cut out "{ type filter hook output priority 0; }" || return 1
 	done
 	ip link add sync0 netns "$NS_FW1" type veth peer name sync0 netns "$NS_FW2" || return 1
 	ip -n "$NS_FW1" addr add 198.18.30.1/24 dev sync0
@@ -87,6 +90,7 @@ table inet apriori_fw {
 		ct state invalid counter name invalid_dropped drop
 		ct state established,related accept
 		tcp dport 5001 tcp flags & (fin | syn | rst | ack) == syn ct state new accept
+		udp dport 5001 ct state new accept
 	}
 }
 NFT
@@ -95,25 +99,23 @@ table inet apriori_q {
 	chain pre {
 		type filter hook prerouting priority mangle;
 		ct direction reply tcp flags & (syn | ack) == syn | ack queue num $QNUM bypass
+		ct direction reply meta l4proto udp ct reply packets 1 queue num $QNUM bypass
 	}
 }
 NFT
-	ip netns exec "$1" iptables -t mangle -A PREROUTING -p tcp --tcp-flags SYN,ACK SYN,ACK \
-		-m conntrack --ctstate ESTABLISHED --ctdir REPLY -j NFQUEUE --queue-num "$QNUM" --queue-bypass
+	{ ip netns exec "$1" iptables -t mangle -A PREROUTING -p tcp --tcp-flags SYN,ACK SYN,ACK \
+		-m conntrack --ctstate ESTABLISHED --ctdir REPLY -j NFQUEUE --queue-num "$QNUM" --queue-bypass &&
+	ip netns exec "$1" iptables -t mangle -A PREROUTING -p udp -m conntrack --ctdir REPLY \
+		-m connbytes --connbytes 1:1 --connbytes-dir reply --connbytes-mode packets \
+		-j NFQUEUE --queue-num "$QNUM" --queue-bypass; }
 }
 
-# sync_down N / sync_up N: drop (or not) what fwN's daemon sends on the sync link.
-sync_down() {
-	ip netns exec "$(fw "$1")" nft -f - <<'NFT'
-table inet apriori_cut {
-	chain out {
-		type filter hook output priority 0;
-		udp dport 3780 drop
-	}
-}
-NFT
-}
-sync_up() { ip netns exec "$(fw "$1")" nft delete table inet apriori_cut 2>/dev/null; true; }
+# sync_down N / sync_up N: drop (or not) what fwN's daemon sends on the sync
+# link, by a rule in a chain that stays: unregistering a hook (deleting a
+# base chain or its table) makes the kernel drop every packet queued in the
+# namespace, the held ones too.
+sync_down() { ip netns exec "$(fw "$1")" nft add rule inet apriori_cut out udp dport 3780 drop; }
+sync_up() { ip netns exec "$(fw "$1")" nft flush chain inet apriori_cut out; }
 
 # conf N EXTRA_MODE_OPTS: fwN's configuration.
 conf() {
@@ -150,6 +152,11 @@ cat >"$WORK/echo.py" <<'PY'
 import socket, sys, threading
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind((sys.argv[1], int(sys.argv[2]))); srv.listen(64)
+def udp_echo():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind((sys.argv[1], int(sys.argv[2])))
+    while True:
+        d, a = u.recvfrom(100); u.sendto(d, a)
+threading.Thread(target=udp_echo, daemon=True).start()
 def serve(c):
     try:
         while True:
@@ -182,6 +189,21 @@ try:
 except OSError:
     ok = False
 open(out + ".result", "w").write("survived\n" if ok else "lost\n")
+PY
+
+# udp_client.py ADDR PORT OUT: send a datagram and write OUT.udp: the ms
+# until the echo came back (at most 8 s), or "none".
+cat >"$WORK/udp_client.py" <<'PY'
+import socket, sys, time
+addr, port, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(8)
+t0 = time.monotonic()
+u.sendto(b"ping", (addr, port))
+try:
+    u.recvfrom(100); r = "%.1f\n" % ((time.monotonic() - t0) * 1000)
+except OSError:
+    r = "none\n"
+open(out + ".udp", "w").write(r)
 PY
 
 # open_conn NAME: a client connection in the background, recorded as $WORK/NAME.*
@@ -237,6 +259,21 @@ r=$(result c1)
 check "a-priori: the connection survives fw1's crash on fw2 (got: ${r:-nothing})" test "$r" = survived
 via 1
 sync_up 1
+
+# 2b. UDP: the first reply is held while the link is down (the rule queues
+# a reply packet when it is the flow's first), and passes once confirmed.
+wait_until 10 peer_up
+c0=$(counter 1 confirmed)
+sync_down 1
+ip netns exec "$NS_CL" timeout 20 python3 "$WORK/udp_client.py" "$SERVER" "$PORT" "$WORK/u1" &
+track_pid $!
+check "a-priori, UDP: the first reply is held" wait_until 6 at_least 1 held 1
+sleep 1
+check "a-priori, UDP: no reply while the backup cannot confirm it" test ! -s "$WORK/u1.udp"
+sync_up 1
+check "a-priori, UDP: the reply comes once the link is back" wait_until 6 grep -q '^[0-9]' "$WORK/u1.udp"
+log "a-priori, UDP: the echo took $(cat "$WORK/u1.udp" 2>/dev/null) ms"
+check "a-priori, UDP: the reply was confirmed" at_least 1 confirmed $((c0 + 1))
 
 # 3. The timeout path: ConfirmTimeout 300 ms by a reload, the link down.
 conf 1 "ConfirmQueue $QNUM ConfirmTimeout 300"
