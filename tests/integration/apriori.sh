@@ -225,6 +225,10 @@ takeover() {
 setup || { log "cannot build the topology"; exit 99; }
 ip netns exec "$NS_SV" python3 "$WORK/echo.py" "$SERVER" "$PORT" &
 track_pid $!
+# a client before the server listens would be refused (a loaded machine
+# can take a second to start python)
+serving() { [[ -n $(ip netns exec "$NS_SV" ss -Hltn "sport = :$PORT") && -n $(ip netns exec "$NS_SV" ss -Hlun "sport = :$PORT") ]]; }
+wait_until 10 serving || { log "the echo server does not listen"; exit 99; }
 
 # ---- a-priori mode ----
 conf 1 "ConfirmQueue $QNUM ConfirmTimeout 3000"

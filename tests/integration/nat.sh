@@ -93,6 +93,10 @@ ip netns exec "$NS_S" python3 "$(dirname "$0")/../lib/ftp.py" server --bind 198.
 	--pid-file "$WORK/ftpd.pid" --lifetime 50 &
 track_pid $!
 wait_until 5 test -s "$WORK/ftpd.pid"
+# a client before a server listens would be refused
+s_serving() { [[ $(ip netns exec "$NS_S" ss -Hltn '( sport = :80 or sport = :5001 )' | grep -c .) == 2 &&
+	-n $(ip netns exec "$NS_S" ss -Hlun "sport = :5353") ]]; }
+wait_until 10 s_serving || log "S's servers do not listen"
 
 # Clients on C: two TCP connections, a port forward, UDP, and FTP in passive mode.
 ip netns exec "$NS_C" timeout 60 python3 -c '
@@ -187,7 +191,8 @@ d, a = u.recvfrom(10); u.sendto(d, a)
 time.sleep(38)
 ' &
 track_pid $!
-sleep 0.3
+v6_serving() { [[ -n $(ip netns exec "$NS_A" ss -Hltn "sport = :5002") && -n $(ip netns exec "$NS_A" ss -Hlun "sport = :5354") ]]; }
+wait_until 10 v6_serving || log "A's IPv6 server does not listen"
 ip netns exec "$NS_C" timeout 40 python3 -c '
 import socket, time
 scope = socket.if_nametoindex("eth0")
