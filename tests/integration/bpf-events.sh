@@ -19,11 +19,7 @@ require_root
 require_cmd conntrack nft
 here=$(dirname "$0")
 
-run_nat() {
-	local rc=0
-	env "$@" bash "$here/nat.sh" || rc=1
-	return $rc
-}
+run_nat() { env "$@" bash "$here/nat.sh"; }
 check "nat.sh with EventSource bpf" run_nat EVENT_SOURCE=bpf
 check "nat.sh with EventSource bpf and ct event set destroy" run_nat EVENT_SOURCE=bpf NAT_CT_EVENTS=destroy
 
