@@ -31,7 +31,7 @@ void confirm_stop(struct confirm *c);
 int confirm_reconfigure(struct confirm *c, const struct config_sync *s);
 /* Flow `handle`'s latest state is acknowledged by every peer (ops->acked). */
 void confirm_acked(struct confirm *c, uint32_t handle);
-/* Flow `handle` leaves the internal cache: its held packets go (counted as unknown). */
+/* Flow `handle` leaves the internal cache: its held packets go (counted as gone). */
 void confirm_gone(struct confirm *c, uint32_t handle);
 /* The peers changed (lost, back, restarted): release what no longer waits for anyone. */
 void confirm_recheck(struct confirm *c);
