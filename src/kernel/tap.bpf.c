@@ -13,8 +13,9 @@
  * The kernel says which packets do: the events a packet causes wait in
  * the entry's event cache until the confirmation hook delivers them, right
  * after this one, so a non-empty cache is exactly a change ctnetlink would
- * report (a new entry excepted: its NEW is cached by the confirmation).  The entry has that cache because the event socket listens to
- * the DESTROY group (nf_conntrack_events 2, the default, adds it to every
+ * report (a new entry excepted: its NEW is cached by the confirmation).
+ * The entry has that cache because the event socket listens to the
+ * DESTROY group (nf_conntrack_events 2, the default, adds it to every
  * entry while a listener exists).
  *
  * tap_netlink, the event socket's filter, copies each ctnetlink event the
